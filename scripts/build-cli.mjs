@@ -1,0 +1,8 @@
+// Bundles the CLI and the programmatic API into dist/ (run by `npm install` through `prepare`).
+import { build } from "esbuild";
+
+const common = { bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", logLevel: "warning", legalComments: "none" };
+await Promise.all([
+  build({ ...common, entryPoints: ["src/bin.ts"], outfile: "dist/cli.js" }),
+  build({ ...common, entryPoints: ["src/index.ts"], outfile: "dist/index.js" }),
+]);

@@ -1,0 +1,111 @@
+/** Diagnostics are data: every stage returns them, only the CLI prints them. */
+
+export type Severity = "error" | "warn";
+export type RuleSetting = Severity | "off";
+
+/** What a rule does to the skill it hits, besides reporting. */
+type SkipEffect = "skip" | "keep" | "loser" | "dropped" | "none";
+
+export const RULES = {
+  "frontmatter-missing": { severity: "error", skip: "skip", when: "no `---` on line 1" },
+  "frontmatter-unclosed": { severity: "error", skip: "skip", when: "no closing `---`" },
+  "yaml-invalid": { severity: "error", skip: "skip", when: "YAML does not parse" },
+  "yaml-recovered": { severity: "warn", skip: "keep", when: "parsed by the `recover` fallback" },
+  "frontmatter-not-mapping": { severity: "error", skip: "skip", when: "YAML is a list or a scalar" },
+  "description-missing": { severity: "error", skip: "skip", when: "absent or blank" },
+  "description-type": { severity: "error", skip: "skip", when: "not a string" },
+  "description-too-long": { severity: "warn", skip: "keep", when: "over 1024 characters" },
+  "name-missing": { severity: "warn", skip: "keep", when: "fell back to the folder name" },
+  "name-type": { severity: "error", skip: "skip", when: "not a string" },
+  "name-mismatch": { severity: "warn", skip: "keep", when: "name ≠ parent folder name" },
+  "name-invalid": { severity: "warn", skip: "keep", when: "not `^[a-z0-9]+(-[a-z0-9]+)*$`" },
+  "name-too-long": { severity: "warn", skip: "keep", when: "over 64 characters" },
+  "duplicate-name": { severity: "warn", skip: "loser", when: "same name twice in one root" },
+  "duplicate-across-sources": { severity: "warn", skip: "keep", when: "same name selected from several sources" },
+  "selection-overlap": { severity: "warn", skip: "keep", when: "matched by `available` and `inline`" },
+  "pattern-unmatched": { severity: "warn", skip: "keep", when: "a pattern selected nothing" },
+  "root-missing": { severity: "warn", skip: "none", when: "a root does not exist or cannot be read" },
+  "symlink-escape": { severity: "warn", skip: "skip", when: "a link resolves outside its root" },
+  "path-unreadable": { severity: "warn", skip: "skip", when: "a folder or SKILL.md inside a root cannot be read" },
+  "field-invalid": { severity: "warn", skip: "keep", when: "a known optional field has the wrong type or size" },
+  "field-unknown": { severity: "off", skip: "keep", when: "a field outside the model" },
+  "budget-exceeded": { severity: "warn", skip: "dropped", when: "the catalogue passed the agent's `budget`" },
+  "body-closes-tag": { severity: "warn", skip: "keep", when: "an inline body contains `</skill>`" },
+  "body-too-long": { severity: "off", skip: "keep", when: "body over 500 lines" },
+  "encoding-invalid": { severity: "error", skip: "skip", when: "not UTF-8" },
+  "file-too-large": { severity: "error", skip: "skip", when: "over 1 MiB" },
+} as const satisfies Record<string, { severity: RuleSetting; skip: SkipEffect; when: string }>;
+
+export type RuleCode = keyof typeof RULES;
+export const RULE_CODES = Object.keys(RULES) as RuleCode[];
+
+export interface Diagnostic {
+  code: RuleCode;
+  severity: Severity;
+  message: string;
+  /** Relative to the config folder, `/`-separated; absent for diagnostics about the config as a whole. */
+  file?: string;
+  line?: number;
+  column?: number;
+  hint?: string;
+}
+
+/** A diagnostic before the config's `rules` have decided its severity. */
+export interface Finding {
+  code: RuleCode;
+  message: string;
+  file?: string;
+  line?: number;
+  column?: number;
+  hint?: string;
+}
+
+export type RuleOverrides = Partial<Record<RuleCode, RuleSetting>>;
+
+/**
+ * Applies severities (defaults, then `rules`), drops what is "off", removes exact repeats (a root
+ * shared by two agents reports once) and orders by file, position and code so output never
+ * depends on the order in which I/O finished.
+ */
+export function resolveFindings(findings: readonly Finding[], overrides: RuleOverrides = {}): Diagnostic[] {
+  const seen = new Set<string>();
+  const diagnostics: Diagnostic[] = [];
+  for (const finding of findings) {
+    const setting: RuleSetting = overrides[finding.code] ?? RULES[finding.code].severity;
+    if (setting === "off") continue;
+    const key = JSON.stringify([finding.code, finding.file, finding.line, finding.column, finding.message]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    diagnostics.push({ ...finding, severity: setting });
+  }
+  return diagnostics.sort(compareDiagnostics);
+}
+
+function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
+  return (
+    compareStrings(a.file ?? "", b.file ?? "") ||
+    (a.line ?? 0) - (b.line ?? 0) ||
+    (a.column ?? 0) - (b.column ?? 0) ||
+    compareStrings(a.code, b.code) ||
+    compareStrings(a.message, b.message)
+  );
+}
+
+/** Bytewise (code point) order, independent of locale. */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(i)!;
+    if (x !== y) return x - y;
+    if (x > 0xffff) i++;
+  }
+  return a.length - b.length;
+}
+
+export function countBySeverity(diagnostics: readonly Diagnostic[]): { errors: number; warnings: number } {
+  let errors = 0;
+  for (const d of diagnostics) if (d.severity === "error") errors++;
+  return { errors, warnings: diagnostics.length - errors };
+}

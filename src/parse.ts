@@ -1,0 +1,275 @@
+import { isMap, isScalar, LineCounter, parseDocument, type Document, type YAMLError } from "yaml";
+import type { Finding } from "./diagnostics.js";
+
+/** SPEC §3: a SKILL.md over 1 MiB is `file-too-large`. */
+export const MAX_SKILL_FILE_BYTES = 1024 * 1024;
+/** Bounds alias expansion ("billion laughs"): beyond this many alias uses the YAML is rejected. */
+const MAX_ALIAS_COUNT = 100;
+
+export interface Position {
+  line: number;
+  column: number;
+}
+
+/** One top-level frontmatter entry, with where its key and value stand in SKILL.md. */
+export interface FrontmatterField {
+  key: string;
+  value: unknown;
+  keyAt: Position;
+  valueAt: Position;
+}
+
+export interface ParsedSkillFile {
+  findings: Finding[];
+  /** Absent when the file could not yield frontmatter; the skill is then skipped. */
+  fields?: FrontmatterField[];
+  /** Markdown after the closing fence, trimmed. */
+  body: string;
+}
+
+/**
+ * SKILL.md bytes → frontmatter fields and body (SPEC §3). Pure: `file` is only used to label findings.
+ * `recover` reads top-level `name:` and `description:` leniently where the YAML fails.
+ */
+export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean): ParsedSkillFile {
+  const failed = (finding: Omit<Finding, "file">): ParsedSkillFile => ({ findings: [{ file, ...finding }], body: "" });
+
+  if (bytes.byteLength > MAX_SKILL_FILE_BYTES) {
+    return failed({
+      code: "file-too-large",
+      line: 1,
+      column: 1,
+      message: `SKILL.md is ${formatBytes(bytes.byteLength)}, over the 1 MiB limit`,
+      hint: "Move long material into references/ files that the skill links to.",
+    });
+  }
+  const text = decodeUtf8(bytes);
+  if (typeof text !== "string") {
+    return failed({
+      code: "encoding-invalid",
+      ...text,
+      message: "SKILL.md is not valid UTF-8",
+      hint: "Save the file as UTF-8 (it may be binary, or in a legacy encoding such as Latin-1).",
+    });
+  }
+
+  const lines = text.split("\n");
+  if (!isFence(lines[0]!)) {
+    const fenceLine = lines.slice(1, 40).findIndex(isFence);
+    return failed({
+      code: "frontmatter-missing",
+      line: 1,
+      column: 1,
+      message: "SKILL.md has no frontmatter: line 1 is not `---`",
+      hint:
+        fenceLine >= 0
+          ? `A \`---\` stands on line ${fenceLine + 2}; frontmatter must start on line 1, so remove what is above it.`
+          : "Start the file with a frontmatter block: `---`, `name: my-skill`, `description: What it does and when to use it`, `---`.",
+    });
+  }
+  const closing = lines.findIndex((line, index) => index > 0 && isFence(line));
+  if (closing < 0) {
+    return failed({
+      code: "frontmatter-unclosed",
+      line: 1,
+      column: 1,
+      message: "the frontmatter opened on line 1 is never closed",
+      hint: "Add a line `---` after the last frontmatter field.",
+    });
+  }
+
+  const yamlLines = lines.slice(1, closing);
+  const body = lines.slice(closing + 1).join("\n").trim();
+  const parsed = parseFrontmatterYaml(file, yamlLines);
+  if (parsed.error) {
+    const recovered = recover ? recoverFields(yamlLines) : undefined;
+    if (recovered) {
+      return {
+        findings: [{ ...parsed.error, code: "yaml-recovered", message: `${parsed.error.message} (read leniently)` }],
+        fields: recovered,
+        body,
+      };
+    }
+    return { findings: [parsed.error], body };
+  }
+  return { findings: parsed.findings, fields: parsed.fields, body };
+}
+
+function isFence(line: string): boolean {
+  return line.startsWith("---") && line.slice(3).trim() === "" && !line.slice(3).includes("\u00a0");
+}
+
+/** UTF-8 decode with the BOM stripped and CRLF / CR turned into LF; the position of the first bad byte otherwise. */
+function decodeUtf8(bytes: Uint8Array): string | Position {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return positionOfInvalidByte(bytes);
+  }
+  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
+}
+
+function positionOfInvalidByte(bytes: Uint8Array): Position {
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  // Find the longest valid prefix by bisection, then count lines within it.
+  let low = 0;
+  let high = bytes.byteLength;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    try {
+      decoder.decode(bytes.subarray(0, middle), { stream: true });
+      decoder.decode(); // reset
+      low = middle;
+    } catch {
+      high = middle - 1;
+    }
+  }
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < low; i++) {
+    if (bytes[i] === 0x0a) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: low - lineStart + 1 };
+}
+
+interface YamlOutcome {
+  error?: Finding;
+  findings: Finding[];
+  fields?: FrontmatterField[];
+}
+
+function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
+  const source = yamlLines.join("\n");
+  const lineCounter = new LineCounter();
+  let doc: Document.Parsed;
+  try {
+    doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  } catch (error) {
+    return { findings: [], error: yamlError(file, yamlLines, { line: 2, column: 1 }, String(error)) };
+  }
+  // Positions in the YAML text are shifted by the opening fence to give SKILL.md coordinates.
+  const at = (offset: number): Position => {
+    const { line, col } = lineCounter.linePos(offset);
+    return { line: line + 1, column: col };
+  };
+  const firstError = doc.errors[0];
+  if (firstError) return { findings: [], error: yamlError(file, yamlLines, at(firstError.pos[0]), describeYamlError(firstError)) };
+
+  const contents = doc.contents;
+  if (contents === null || (isScalar(contents) && contents.value === null)) return { findings: [], fields: [] };
+  if (!isMap(contents)) {
+    return {
+      findings: [],
+      error: {
+        code: "frontmatter-not-mapping",
+        file,
+        ...at(contents.range[0]),
+        message: `the frontmatter is a YAML ${isScalar(contents) ? "scalar" : "list"}, not a mapping of fields`,
+        hint: "Write one `field: value` per line, e.g. `name: my-skill` and `description: …`.",
+      },
+    };
+  }
+
+  const findings: Finding[] = [];
+  const fields: FrontmatterField[] = [];
+  for (const pair of contents.items) {
+    const key = pair.key;
+    const keyAt = key && typeof key === "object" && "range" in key && key.range ? at(key.range[0]) : { line: 2, column: 1 };
+    if (!isScalar(key) || (typeof key.value !== "string" && typeof key.value !== "number" && typeof key.value !== "boolean")) {
+      findings.push({
+        code: "field-invalid",
+        file,
+        ...keyAt,
+        message: "a frontmatter key is not a plain name (a YAML list or mapping was used as a key); the entry is ignored",
+        hint: "Keys are plain words such as `name` or `allowed-tools`; quote the whole line's value if it contains `[`, `{` or `?`.",
+      });
+      continue;
+    }
+    const valueNode = pair.value;
+    const valueAt = valueNode && typeof valueNode === "object" && "range" in valueNode && valueNode.range ? at(valueNode.range[0]) : keyAt;
+    let value: unknown;
+    try {
+      value = valueNode === null ? null : (valueNode as { toJS(doc: Document, options: object): unknown }).toJS(doc, { maxAliasCount: MAX_ALIAS_COUNT });
+    } catch (error) {
+      return {
+        findings: [],
+        error: yamlError(file, yamlLines, valueAt, error instanceof Error ? error.message : String(error)),
+      };
+    }
+    fields.push({ key: String(key.value), value, keyAt, valueAt });
+  }
+  return { findings, fields };
+}
+
+function describeYamlError(error: YAMLError): string {
+  // The yaml package's messages end with a position and a code frame when prettified; we report those ourselves.
+  return error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
+}
+
+function yamlError(file: string, yamlLines: string[], at: Position, detail: string): Finding {
+  const conflict = yamlLines.findIndex((line) => /^(<{7}|={7}|>{7})( |$)/.test(line));
+  if (conflict >= 0) {
+    return {
+      code: "yaml-invalid",
+      file,
+      line: conflict + 2,
+      column: 1,
+      message: "the frontmatter contains git merge conflict markers",
+      hint: "Resolve the conflict: keep one side and delete the `<<<<<<<`, `=======` and `>>>>>>>` lines.",
+    };
+  }
+  const sourceLine = yamlLines[at.line - 2] ?? "";
+  return { code: "yaml-invalid", file, ...at, message: `the frontmatter is not valid YAML: ${detail}`, hint: yamlHint(sourceLine, at, yamlLines.length) };
+}
+
+/** The fixes that cover most real YAML failures in SKILL.md files. */
+function yamlHint(sourceLine: string, at: Position, yamlLineCount: number): string {
+  const field = /^([A-Za-z0-9_-]+):[ \t]+(.*)$/.exec(sourceLine);
+  if (field) {
+    const [, key, value] = field as unknown as [string, string, string];
+    const quoted = `${key}: "${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+    if (/:\s/.test(value) && !/^["'|>]/.test(value)) {
+      return `The value of \`${key}\` contains ": ", which YAML reads as a new mapping. Quote the value: ${quoted}`;
+    }
+    if (/^[[{*&!@`%]/.test(value)) {
+      return `The value of \`${key}\` starts with \`${value[0]}\`, which YAML treats as syntax. Quote the value: ${quoted}`;
+    }
+  }
+  if (/^\t/.test(sourceLine)) return "YAML does not allow tabs for indentation; indent with spaces.";
+  if (yamlLineCount > 30 && at.line > 12) {
+    return `The frontmatter runs to line ${yamlLineCount + 1}; if the Markdown starts earlier, add a closing \`---\` after the last field (a later \`---\` rule is closing it now).`;
+  }
+  return 'Check the YAML syntax on this line; quoting the value with "…" fixes most errors.';
+}
+
+/** `yaml: "recover"`: top-level `name:` and `description:` read line by line, the common failure being an unquoted `: `. */
+function recoverFields(yamlLines: string[]): FrontmatterField[] | undefined {
+  const fields: FrontmatterField[] = [];
+  for (const key of ["name", "description"]) {
+    const index = yamlLines.findIndex((line) => line.startsWith(`${key}:`));
+    if (index < 0) continue;
+    let value = yamlLines[index]!.slice(key.length + 1).trim();
+    const continuation: string[] = [];
+    for (let next = index + 1; next < yamlLines.length && /^[ \t]+\S/.test(yamlLines[next]!); next++) {
+      continuation.push(yamlLines[next]!.trim());
+    }
+    if (/^[|>][-+]?$/.test(value)) {
+      value = continuation.join(value.startsWith("|") ? "\n" : " ");
+    } else {
+      value = [value, ...continuation].join(" ");
+      const quote = value[0];
+      if ((quote === '"' || quote === "'") && value.endsWith(quote) && value.length >= 2) value = value.slice(1, -1);
+    }
+    const at: Position = { line: index + 2, column: 1 };
+    fields.push({ key, value, keyAt: at, valueAt: { line: index + 2, column: key.length + 3 } });
+  }
+  return fields.length > 0 ? fields : undefined;
+}
+
+function formatBytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}

@@ -1,0 +1,99 @@
+import { posix } from "node:path";
+import type { Mode } from "./select.js";
+
+export type LocationSetting = "absolute" | "relative" | { base: string };
+export type FormatName = "pi" | "markdown";
+
+/** A skill as an agent's prompt shows it. */
+export interface PromptSkill {
+  name: string;
+  description: string;
+  location: string;
+  baseDir: string;
+  body: string;
+  mode: Mode;
+  /** `disable-model-invocation: true`: left out of the catalogue, still inline-able. */
+  hidden: boolean;
+}
+
+/**
+ * Where the prompt says a skill's file is (SPEC §5): as discovered, relative to the config folder, or under
+ * a fixed base. `displayFile` is already relative to the config folder and `/`-separated.
+ */
+export function locate(absoluteFile: string, displayFile: string, setting: LocationSetting): { location: string; baseDir: string } {
+  if (setting === "absolute") {
+    const slash = Math.max(absoluteFile.lastIndexOf("/"), absoluteFile.lastIndexOf("\\"));
+    return { location: absoluteFile, baseDir: absoluteFile.slice(0, slash) };
+  }
+  const location = setting === "relative" ? displayFile : `${setting.base.replace(/\/+$/, "")}/${displayFile}`;
+  return { location, baseDir: posix.dirname(location) };
+}
+
+/** The agent's prompt: the catalogue of available skills, then each inline skill, separated by one blank line. */
+export function renderPrompt(format: FormatName, skills: readonly PromptSkill[]): string {
+  const render = FORMATS[format];
+  const catalogue = render.catalogue(skills.filter((skill) => skill.mode === "available" && !skill.hidden));
+  const blocks = skills.filter((skill) => skill.mode === "inline").map(render.inline);
+  return [...(catalogue ? [catalogue] : []), ...blocks].join("\n\n");
+}
+
+/** One skill's inline block, as an agent's prompt holds it and as `/skill:` expands it. */
+export function renderInline(format: FormatName, skill: PromptSkill): string {
+  return FORMATS[format].inline(skill);
+}
+
+interface Format {
+  catalogue(skills: readonly PromptSkill[]): string;
+  inline(skill: PromptSkill): string;
+}
+
+const FORMATS: Record<FormatName, Format> = {
+  // Byte-compatible with Pi 0.73.1's formatSkillsForPrompt (less its two leading newlines) and `/skill:`
+  // expansion. Pi leaves the inline block's attributes unescaped; escaping them changes nothing for valid names
+  // and paths, and keeps a crafted one from forging markup.
+  pi: {
+    catalogue(skills) {
+      if (skills.length === 0) return "";
+      const lines = [
+        "The following skills provide specialized instructions for specific tasks.",
+        "Use the read tool to load a skill's file when the task matches its description.",
+        "When a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.",
+        "",
+        "<available_skills>",
+      ];
+      for (const skill of skills) {
+        lines.push(
+          "  <skill>",
+          `    <name>${escapeXml(skill.name)}</name>`,
+          `    <description>${escapeXml(skill.description)}</description>`,
+          `    <location>${escapeXml(skill.location)}</location>`,
+          "  </skill>",
+        );
+      }
+      lines.push("</available_skills>");
+      return lines.join("\n");
+    },
+    inline(skill) {
+      return `<skill name="${escapeXml(skill.name)}" location="${escapeXml(skill.location)}">\nReferences are relative to ${escapeXml(skill.baseDir)}.\n\n${skill.body}\n</skill>`;
+    },
+  },
+  markdown: {
+    catalogue(skills) {
+      if (skills.length === 0) return "";
+      return ["Available skills:", ...skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)} (file: ${oneLine(skill.location)})`)].join("\n");
+    },
+    inline(skill) {
+      return `Base directory for this skill: ${oneLine(skill.baseDir)}\n\n${skill.body}`;
+    },
+  },
+};
+
+export function escapeXml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => XML_ENTITIES[char]!);
+}
+const XML_ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
+
+/** A list item stays one item: line breaks inside a field cannot start a new one. */
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, " ");
+}

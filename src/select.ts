@@ -1,0 +1,149 @@
+import picomatch from "picomatch";
+import type { SourceConfig } from "./config.js";
+import { compareStrings, type Finding } from "./diagnostics.js";
+import { comparePaths } from "./discover.js";
+import type { SkillContent } from "./validate.js";
+
+/** A valid skill as found in one root. */
+export interface RootSkill extends SkillContent {
+  /** Absolute SKILL.md path as discovered. */
+  file: string;
+  /** SKILL.md relative to the config folder, `/`-separated: how diagnostics and `relative` locations name it. */
+  displayFile: string;
+  /** Skill folder relative to its root, `/`-separated. */
+  dir: string;
+  /** sha256 of the SKILL.md bytes. */
+  hash: string;
+}
+
+export type Mode = "available" | "inline";
+
+export interface SelectedSkill {
+  skill: RootSkill;
+  mode: Mode;
+  /** Index of the source in the agent's `skills` list. */
+  source: number;
+}
+
+export interface SourceView {
+  config: SourceConfig;
+  /** The root's valid skills in path order. */
+  skills: readonly RootSkill[];
+}
+
+/**
+ * Which skills an agent sees and how (SPEC §2). Pure. Output order: sources in config order, within a
+ * source by name, then path.
+ */
+export function selectAgent(agentId: string, sources: readonly SourceView[], configFile: string): { selected: SelectedSkill[]; findings: Finding[] } {
+  const findings: Finding[] = [];
+  const selected: SelectedSkill[] = [];
+  const sourcesByName = new Map<string, number[]>();
+
+  sources.forEach((source, sourceIndex) => {
+    const where = `agents.${agentId}.skills[${sourceIndex}]`;
+    const skills = uniqueNames(narrow(source), findings);
+    const available = source.config.available ?? (source.config.inline ? [] : ["*"]);
+    const inline = source.config.inline ?? [];
+    const availableMatcher = compilePatterns(available);
+    const inlineMatcher = compilePatterns(inline);
+
+    for (const skill of [...skills].sort((a, b) => compareStrings(a.name, b.name) || comparePaths(a.dir, b.dir))) {
+      const isInline = inlineMatcher.matches(skill.name);
+      const isAvailable = availableMatcher.matches(skill.name);
+      if (isInline && isAvailable) {
+        findings.push({
+          code: "selection-overlap",
+          file: configFile,
+          message: `${where}: "${skill.name}" is matched by both \`available\` and \`inline\`; it is inlined`,
+          hint: `Exclude it from \`available\` with "!${skill.name}", or narrow the patterns.`,
+        });
+      }
+      if (!isInline && !isAvailable) continue;
+      selected.push({ skill, mode: isInline ? "inline" : "available", source: sourceIndex });
+      const seenIn = sourcesByName.get(skill.name) ?? [];
+      if (!seenIn.includes(sourceIndex)) sourcesByName.set(skill.name, [...seenIn, sourceIndex]);
+    }
+
+    const names = skills.map((skill) => skill.name);
+    for (const [field, matcher] of [["available", availableMatcher], ["inline", inlineMatcher]] as const) {
+      for (const pattern of matcher.unmatched(names)) {
+        findings.push({
+          code: "pattern-unmatched",
+          file: configFile,
+          message: `${where}.${field}: "${pattern}" ${pattern.startsWith("!") ? "excludes" : "selects"} no skill in ${source.config.root}`,
+          hint: names.length > 0 ? `Patterns match skill names (case-sensitive), such as "${names[0]}".` : "The root holds no valid skill.",
+        });
+      }
+    }
+  });
+
+  for (const [name, sourceIndexes] of sourcesByName) {
+    if (sourceIndexes.length < 2) continue;
+    const files = selected.filter((entry) => entry.skill.name === name).map((entry) => entry.skill.displayFile);
+    findings.push({
+      code: "duplicate-across-sources",
+      file: configFile,
+      message: `agent "${agentId}" selects "${name}" from ${sourceIndexes.length} sources (${files.join(", ")}); all are included`,
+      hint: "Narrow one source's patterns so the agent sees one skill of each name.",
+    });
+  }
+  return { selected, findings };
+}
+
+/** `include` / `exclude`: globs over the skill folder's path relative to the root. */
+function narrow(source: SourceView): readonly RootSkill[] {
+  const { include, exclude } = source.config;
+  if (!include && !exclude) return source.skills;
+  const included = include ? picomatch(include, { dot: true }) : () => true;
+  const excluded = exclude ? picomatch(exclude, { dot: true }) : () => false;
+  return source.skills.filter((skill) => included(skill.dir) && !excluded(skill.dir));
+}
+
+/** Two skills of one name in one root: the first in path order wins (`duplicate-name`). */
+function uniqueNames(skills: readonly RootSkill[], findings: Finding[]): RootSkill[] {
+  const winners = new Map<string, RootSkill>();
+  const kept: RootSkill[] = [];
+  for (const skill of skills) {
+    const winner = winners.get(skill.name);
+    if (winner) {
+      findings.push({
+        code: "duplicate-name",
+        file: skill.displayFile,
+        line: 1,
+        column: 1,
+        message: `"${skill.name}" is already defined by ${winner.displayFile}, which comes first in path order; this one is left out`,
+        hint: "Rename one of the two skills, or delete the copy.",
+      });
+      continue;
+    }
+    winners.set(skill.name, skill);
+    kept.push(skill);
+  }
+  return kept;
+}
+
+interface PatternSet {
+  matches(name: string): boolean;
+  /** Patterns that take part in no decision over `names`. */
+  unmatched(names: readonly string[]): string[];
+}
+
+/**
+ * picomatch given a list OR-s every pattern, so a `!x` in a list would match nearly everything. Here
+ * positive patterns select and `!` patterns remove from that selection; a list of only `!` patterns
+ * removes from every name.
+ */
+export function compilePatterns(patterns: readonly string[]): PatternSet {
+  const compiled = patterns.map((pattern) => {
+    const negated = pattern.startsWith("!");
+    return { pattern, negated, test: picomatch(negated ? pattern.slice(1) : pattern, { dot: true }) };
+  });
+  const positives = compiled.filter((entry) => !entry.negated);
+  const negatives = compiled.filter((entry) => entry.negated);
+  const onlyNegated = positives.length === 0 && negatives.length > 0;
+  return {
+    matches: (name) => (onlyNegated || positives.some((entry) => entry.test(name))) && !negatives.some((entry) => entry.test(name)),
+    unmatched: (names) => compiled.filter((entry) => !names.some((name) => entry.test(name))).map((entry) => entry.pattern),
+  };
+}

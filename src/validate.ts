@@ -1,0 +1,187 @@
+import type { Finding } from "./diagnostics.js";
+import { KNOWN_FIELD_NAMES, OPTIONAL_FIELD_NAMES, optionalFields, type SkillFields } from "./model.js";
+import type { FrontmatterField, ParsedSkillFile, Position } from "./parse.js";
+
+export const MAX_NAME_LENGTH = 64;
+export const MAX_DESCRIPTION_LENGTH = 1024;
+const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+
+/** A skill's validated content, before it is placed in a root and an agent. */
+export interface SkillContent {
+  name: string;
+  description: string;
+  fields: SkillFields;
+  /** Fields outside the model, and known fields whose value was invalid: nothing is dropped. */
+  extra: Record<string, unknown>;
+  body: string;
+}
+
+export interface ValidationResult {
+  /** Absent when a skip rule hit. */
+  content?: SkillContent;
+  findings: Finding[];
+}
+
+/** Parsed frontmatter → typed skill content and findings (SPEC §3–§4). Pure. */
+export function validateSkill(file: string, folderName: string, parsed: ParsedSkillFile): ValidationResult {
+  const findings = [...parsed.findings];
+  if (!parsed.fields) return { findings };
+  const report = (code: Finding["code"], at: Position, message: string, hint?: string) =>
+    findings.push({ code, file, line: at.line, column: at.column, message, ...(hint ? { hint } : {}) });
+
+  const byKey = new Map<string, FrontmatterField>();
+  for (const field of parsed.fields) byKey.set(field.key, field);
+  const top: Position = { line: 1, column: 1 };
+  let skip = false;
+
+  const nameField = byKey.get("name");
+  let name = folderName;
+  if (nameField === undefined || nameField.value === null || nameField.value === "") {
+    const lookalike = parsed.fields.find((field) => field.key !== "name" && field.key.trim().toLowerCase() === "name");
+    report(
+      "name-missing",
+      nameField?.keyAt ?? top,
+      `no \`name\` in the frontmatter; using the folder name "${folderName}"`,
+      lookalike
+        ? `Keys are case-sensitive: rename \`${lookalike.key}:\` on line ${lookalike.keyAt.line} to \`name:\`.`
+        : `Add \`name: ${folderName}\` to the frontmatter.`,
+    );
+  } else if (typeof nameField.value !== "string") {
+    skip = true;
+    report("name-type", nameField.valueAt, `\`name\` is a ${typeName(nameField.value)}, not a string`, `Quote it: name: "${String(nameField.value)}"`);
+  } else {
+    name = nameField.value;
+  }
+  if (!skip) findings.push(...checkName(file, name, folderName, nameField?.valueAt ?? top));
+
+  const descriptionField = byKey.get("description");
+  let description = "";
+  if (descriptionField === undefined || descriptionField.value === null || (typeof descriptionField.value === "string" && descriptionField.value.trim() === "")) {
+    skip = true;
+    const lookalike = parsed.fields.find((field) => field.key !== "description" && field.key.trim().toLowerCase() === "description");
+    report(
+      "description-missing",
+      descriptionField?.keyAt ?? top,
+      descriptionField ? "`description` is blank" : "no `description` in the frontmatter",
+      lookalike
+        ? `Keys are case-sensitive: rename \`${lookalike.key}:\` on line ${lookalike.keyAt.line} to \`description:\`.`
+        : "Add `description:` saying what the skill does and when to use it; agents choose skills by it.",
+    );
+  } else if (typeof descriptionField.value !== "string") {
+    skip = true;
+    report(
+      "description-type",
+      descriptionField.valueAt,
+      `\`description\` is a ${typeName(descriptionField.value)}, not a string`,
+      "Write the description as text; quote it if YAML reads it as a number, a boolean, a list or a mapping.",
+    );
+  } else {
+    description = descriptionField.value;
+    if (description.length > MAX_DESCRIPTION_LENGTH) {
+      report(
+        "description-too-long",
+        descriptionField.valueAt,
+        `\`description\` is ${description.length} characters, over ${MAX_DESCRIPTION_LENGTH}`,
+        "Keep the description to what the skill does and when to use it; move detail into the body.",
+      );
+    }
+  }
+
+  const fields: SkillFields = {};
+  const extra: Record<string, unknown> = {};
+  for (const field of parsed.fields) {
+    if (field.key === "name" || field.key === "description") continue;
+    if (!(OPTIONAL_FIELD_NAMES as readonly string[]).includes(field.key)) {
+      extra[field.key] = field.value;
+      const known = KNOWN_FIELD_NAMES.find((candidate) => candidate.toLowerCase() === field.key.trim().toLowerCase());
+      report(
+        "field-unknown",
+        field.keyAt,
+        `\`${field.key}\` is not a known frontmatter field; it is kept under \`extra\``,
+        known ? `Did you mean \`${known}\`? Keys are case-sensitive.` : undefined,
+      );
+      continue;
+    }
+    if (field.value === null) continue; // `field:` with no value means "not set"
+    const key = field.key as keyof typeof optionalFields;
+    const result = optionalFields[key].safeParse(field.value);
+    if (result.success) {
+      (fields as Record<string, unknown>)[key] = result.data;
+    } else {
+      extra[field.key] = field.value;
+      report("field-invalid", field.valueAt, `\`${field.key}\` ${describeIssue(field.value, result.error.issues[0])}; the value is kept under \`extra\` only`, fieldHint(key, field.value));
+    }
+  }
+
+  if (skip) return { findings };
+  return { findings, content: { name, description, fields, extra, body: parsed.body } };
+}
+
+function checkName(file: string, name: string, folderName: string, at: Position): Finding[] {
+  const findings: Finding[] = [];
+  const where = { file, line: at.line, column: at.column };
+  if (name !== folderName) {
+    findings.push({
+      code: "name-mismatch",
+      ...where,
+      message: `name "${name}" does not match its folder "${folderName}"`,
+      hint: `Rename the folder to "${name}" or set \`name: ${folderName}\`.`,
+    });
+  }
+  if (!NAME_PATTERN.test(name)) {
+    const invisible = [...name].find((char) => /[\p{Cf}\p{Cc}\p{Zs}]/u.test(char) && char !== " ");
+    findings.push({
+      code: "name-invalid",
+      ...where,
+      message: `name "${name}" is not lowercase letters, digits and single hyphens`,
+      hint: invisible
+        ? `It contains the invisible character U+${invisible.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}; retype the name.`
+        : `Use a name like "${suggestName(name)}".`,
+    });
+  }
+  if (name.length > MAX_NAME_LENGTH) {
+    findings.push({ code: "name-too-long", ...where, message: `name is ${name.length} characters, over ${MAX_NAME_LENGTH}`, hint: "Shorten the name." });
+  }
+  return findings;
+}
+
+function suggestName(name: string): string {
+  const suggestion = name
+    .normalize("NFKD")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, MAX_NAME_LENGTH);
+  return suggestion || "my-skill";
+}
+
+function typeName(value: unknown): string {
+  if (Array.isArray(value)) return "list";
+  if (value === null) return "null";
+  if (value instanceof Date) return "date";
+  return typeof value === "object" ? "mapping" : typeof value;
+}
+
+function describeIssue(value: unknown, issue: { code: string; message: string } | undefined): string {
+  if (issue?.code === "too_big") return `is too long (${String(value).length} characters; ${issue.message.replace(/^Too big: expected string to have /, "")})`;
+  return `has the wrong type (${typeName(value)}): ${issue?.message ?? "invalid"}`;
+}
+
+function fieldHint(key: keyof typeof optionalFields, value: unknown): string {
+  switch (key) {
+    case "disable-model-invocation":
+    case "user-invocable":
+      return `Write \`${key}: true\` or \`${key}: false\` without quotes.`;
+    case "context":
+      return "Use `context: inline` or `context: fork`.";
+    case "metadata":
+      return "Use a mapping of strings, e.g. `metadata:` then `  author: me` on the next line; quote numbers.";
+    case "allowed-tools":
+    case "tags":
+      return `Use a list, e.g. \`${key}: [a, b]\`${key === "allowed-tools" ? ", or a space-separated string" : ""}.`;
+    case "compatibility":
+      return "Keep `compatibility` to 500 characters.";
+    default:
+      return typeof value === "number" || typeof value === "boolean" ? `Quote it: ${key}: "${String(value)}"` : `Write \`${key}\` as text.`;
+  }
+}
