@@ -65,9 +65,12 @@ export function selectAgent(agentId: string, sources: readonly SourceView[], con
       if (!seenIn.includes(sourceIndex)) sourcesByName.set(skill.name, [...seenIn, sourceIndex]);
     }
 
+    // Only patterns the config wrote are reported; the implicit `available: ["*"]` is not.
     const names = skills.map((skill) => skill.name);
-    for (const [field, matcher] of [["available", availableMatcher], ["inline", inlineMatcher]] as const) {
-      for (const pattern of matcher.unmatched(names)) {
+    for (const field of ["available", "inline"] as const) {
+      const written = source.config[field];
+      if (!written) continue;
+      for (const pattern of compilePatterns(written).unmatched(names)) {
         findings.push({
           code: "pattern-unmatched",
           file: configFile,

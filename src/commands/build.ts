@@ -1,0 +1,97 @@
+import { relative } from "node:path";
+import { build, check, type BuildResult, type CheckResult } from "../api.js";
+import { formatGithub, formatPretty, formatSummary, styleFor, type OutputFormat, type Style } from "../report.js";
+import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
+
+const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
+  --strict           warnings fail the run too
+  --format FORMAT    pretty | json | github (default: github when GITHUB_ACTIONS=true, else pretty)`;
+
+export const buildCommand: Command = {
+  name: "build",
+  summary: "compile the config's skills and write the bundle",
+  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--strict] [--format pretty|json|github]
+
+Compiles every agent in the config and writes the bundle (manifest.json, prompts/) to the config's
+outDir (default dist/skills). Nothing is written when there is an error.
+
+Options:
+${COMMON_HELP}
+  --out DIR          write the bundle here instead of the config's outDir
+  --check            compare the bundle on disk with a fresh build; write nothing, exit 1 if stale
+
+Examples:
+  skills build
+  skills build --config config/skills.config.ts --out build/skills
+  skills build --check          # in CI: fail when the committed bundle is out of date`,
+  options: {
+    config: { type: "string" },
+    out: { type: "string" },
+    check: { type: "boolean" },
+    strict: { type: "boolean" },
+    format: { type: "string" },
+  },
+  maxPositionals: 0,
+  run: (values, _positionals, io) => compileAndReport("build", values, io),
+};
+
+export const checkCommand: Command = {
+  name: "check",
+  summary: "validate the skills and agents without writing (a CI gate)",
+  help: `Usage: skills check [--config FILE] [--strict] [--format pretty|json|github]
+
+Does everything \`skills build\` does except writing: exits 1 on any error (with --strict, on any
+warning), so it can fail a pull request on invalid frontmatter.
+
+Options:
+${COMMON_HELP}
+
+Examples:
+  skills check
+  skills check --strict --format github`,
+  options: { config: { type: "string" }, strict: { type: "boolean" }, format: { type: "string" } },
+  maxPositionals: 0,
+  run: (values, _positionals, io) => compileAndReport("check", values, io),
+};
+
+async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO): Promise<number> {
+  const format = (values.format ?? (io.env.GITHUB_ACTIONS === "true" ? "github" : "pretty")) as OutputFormat;
+  if (!["pretty", "json", "github"].includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}")`);
+  const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true };
+  const result: CheckResult & Partial<BuildResult> =
+    command === "build" ? await build({ ...options, outDir: values.out as string | undefined, check: values.check === true }) : await check(options);
+  const stale = result.stale ?? [];
+  const style = styleFor(io.stderr, io.env);
+
+  if (format === "json") {
+    write(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
+  } else {
+    write(io.stderr, format === "github" ? formatGithub(result.diagnostics) : formatPretty(result.diagnostics, style));
+    if (format === "pretty") write(io.stderr, summaryLine(command, result, io.cwd, style));
+    for (const file of stale) write(io.stderr, `stale: ${file}`);
+    if (stale.length > 0) write(io.stderr, "The bundle is out of date; run `skills build` to update it.");
+  }
+  return result.ok && stale.length === 0 ? 0 : 1;
+}
+
+function summaryLine(command: string, result: CheckResult & Partial<BuildResult>, cwd: string, style: Style): string {
+  const skills = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.file))).size;
+  const counts = formatSummary(result.diagnostics, style);
+  const scope = `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills} ${skills === 1 ? "skill" : "skills"}`;
+  if (!result.ok) return `${counts}; ${command === "build" ? "nothing written" : "check failed"} (${scope})`;
+  if (result.written) return `Wrote ${relative(cwd, result.outDir!) || "."} (${scope}); ${counts}`;
+  if (command === "build" && result.stale?.length === 0) return `Bundle is up to date (${scope}); ${counts}`;
+  return `Checked ${scope}; ${counts}`;
+}
+
+function jsonReport(command: string, result: CheckResult & Partial<BuildResult>, cwd: string) {
+  return {
+    command,
+    ok: result.ok && (result.stale?.length ?? 0) === 0,
+    errors: result.errors,
+    warnings: result.warnings,
+    diagnostics: result.diagnostics,
+    agents: result.agents.map((agent) => ({ id: agent.id, skills: agent.skills.length, promptCharacters: agent.prompt.length })),
+    ...(result.outDir ? { outDir: relative(cwd, result.outDir) || ".", written: result.written, stale: result.stale } : {}),
+  };
+}

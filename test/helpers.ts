@@ -1,0 +1,57 @@
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll } from "vitest";
+
+export const REPO = fileURLToPath(new URL("..", import.meta.url));
+export const CLI = join(REPO, "dist", "cli.js");
+
+const created: string[] = [];
+afterAll(async () => {
+  await Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+/** A fresh real folder (symlinks in its path resolved), removed after the test file. */
+export async function tempDir(prefix = "skillbake-"): Promise<string> {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), prefix)));
+  created.push(dir);
+  return dir;
+}
+
+/** Writes files (string or bytes) and symlinks (`{ link: target }`) under `dir`. */
+export async function writeTree(dir: string, tree: Record<string, string | Uint8Array | { link: string }>): Promise<void> {
+  for (const [path, content] of Object.entries(tree)) {
+    const target = join(dir, path);
+    await mkdir(dirname(target), { recursive: true });
+    if (typeof content === "object" && "link" in content) await symlink(content.link, target);
+    else await writeFile(target, content);
+  }
+}
+
+/** A minimal valid SKILL.md. */
+export function skillMd(name: string, description = `Does ${name} things. Use when ${name} is needed.`, body = `# ${name}\n\nSteps for ${name}.`): string {
+  return `---\nname: ${name}\ndescription: ${description}\n---\n\n${body}\n`;
+}
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI as a subprocess, without a TTY, colour or GitHub Actions unless `env` says so. */
+export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliRun> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, GITHUB_ACTIONS: undefined, ...options.env };
+  for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
