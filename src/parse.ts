@@ -25,6 +25,8 @@ export interface ParsedSkillFile {
   fields?: FrontmatterField[];
   /** Markdown after the closing fence, trimmed. */
   body: string;
+  /** Line in SKILL.md where the trimmed body starts. */
+  bodyLine: number;
 }
 
 /**
@@ -32,7 +34,7 @@ export interface ParsedSkillFile {
  * `recover` reads top-level `name:` and `description:` leniently where the YAML fails.
  */
 export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean): ParsedSkillFile {
-  const failed = (finding: Omit<Finding, "file">): ParsedSkillFile => ({ findings: [{ file, ...finding }], body: "" });
+  const failed = (finding: Omit<Finding, "file">): ParsedSkillFile => ({ findings: [{ file, ...finding }], body: "", bodyLine: 1 });
 
   if (bytes.byteLength > MAX_SKILL_FILE_BYTES) {
     return failed({
@@ -79,7 +81,9 @@ export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean
   }
 
   const yamlLines = lines.slice(1, closing);
-  const body = lines.slice(closing + 1).join("\n").trim();
+  const rest = lines.slice(closing + 1).join("\n");
+  const body = rest.trim();
+  const bodyLine = closing + 2 + (rest.slice(0, rest.length - rest.trimStart().length).match(/\n/g)?.length ?? 0);
   const parsed = parseFrontmatterYaml(file, yamlLines);
   if (parsed.error) {
     const recovered = recover ? recoverFields(yamlLines) : undefined;
@@ -88,11 +92,12 @@ export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean
         findings: [{ ...parsed.error, code: "yaml-recovered", message: `${parsed.error.message} (read leniently)` }],
         fields: recovered,
         body,
+        bodyLine,
       };
     }
-    return { findings: [parsed.error], body };
+    return { findings: [parsed.error], body, bodyLine };
   }
-  return { findings: parsed.findings, fields: parsed.fields, body };
+  return { findings: parsed.findings, fields: parsed.fields, body, bodyLine };
 }
 
 function isFence(line: string): boolean {
@@ -223,7 +228,11 @@ function yamlError(file: string, yamlLines: string[], at: Position, detail: stri
     };
   }
   const sourceLine = yamlLines[at.line - 2] ?? "";
-  return { code: "yaml-invalid", file, ...at, message: `the frontmatter is not valid YAML: ${detail}`, hint: yamlHint(sourceLine, at, yamlLines.length) };
+  // The most common failure, an unquoted ": " inside a value, is reported where that ": " stands.
+  const value = /^[A-Za-z0-9_-]+:[ \t]+/.exec(sourceLine);
+  const innerColon = value && !/^["'|>]/.test(sourceLine.slice(value[0].length)) ? sourceLine.indexOf(": ", value[0].length) : -1;
+  const position = innerColon >= 0 ? { line: at.line, column: innerColon + 1 } : at;
+  return { code: "yaml-invalid", file, ...position, message: `the frontmatter is not valid YAML: ${detail}`, hint: yamlHint(sourceLine, at, yamlLines.length) };
 }
 
 /** The fixes that cover most real YAML failures in SKILL.md files. */

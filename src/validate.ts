@@ -4,6 +4,7 @@ import type { FrontmatterField, ParsedSkillFile, Position } from "./parse.js";
 
 export const MAX_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
+export const MAX_BODY_LINES = 500;
 const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 /** A skill's validated content, before it is placed in a root and an agent. */
@@ -111,6 +112,11 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
       extra[field.key] = field.value;
       report("field-invalid", field.valueAt, `\`${field.key}\` ${describeIssue(field.value, result.error.issues[0])}; the value is kept under \`extra\` only`, fieldHint(key, field.value));
     }
+  }
+
+  const bodyLines = parsed.body === "" ? 0 : parsed.body.split("\n").length;
+  if (bodyLines > MAX_BODY_LINES) {
+    report("body-too-long", { line: parsed.bodyLine, column: 1 }, `the body is ${bodyLines} lines, over ${MAX_BODY_LINES}`, "Move detail into references/ files the body links to; agents load them when needed.");
   }
 
   if (skip) return { findings };
