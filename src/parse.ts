@@ -232,11 +232,11 @@ function yamlError(file: string, yamlLines: string[], at: Position, detail: stri
   const value = /^[A-Za-z0-9_-]+:[ \t]+/.exec(sourceLine);
   const innerColon = value && !/^["'|>]/.test(sourceLine.slice(value[0].length)) ? sourceLine.indexOf(": ", value[0].length) : -1;
   const position = innerColon >= 0 ? { line: at.line, column: innerColon + 1 } : at;
-  return { code: "yaml-invalid", file, ...position, message: `the frontmatter is not valid YAML: ${detail}`, hint: yamlHint(sourceLine, at, yamlLines.length) };
+  return { code: "yaml-invalid", file, ...position, message: `the frontmatter is not valid YAML: ${detail}`, hint: yamlHint(sourceLine, at, yamlLines) };
 }
 
 /** The fixes that cover most real YAML failures in SKILL.md files. */
-function yamlHint(sourceLine: string, at: Position, yamlLineCount: number): string {
+function yamlHint(sourceLine: string, at: Position, yamlLines: readonly string[]): string {
   const field = /^([A-Za-z0-9_-]+):[ \t]+(.*)$/.exec(sourceLine);
   if (field) {
     const [, key, value] = field as unknown as [string, string, string];
@@ -249,8 +249,9 @@ function yamlHint(sourceLine: string, at: Position, yamlLineCount: number): stri
     }
   }
   if (/^\t/.test(sourceLine)) return "YAML does not allow tabs for indentation; indent with spaces.";
-  if (yamlLineCount > 30 && at.line > 12) {
-    return `The frontmatter runs to line ${yamlLineCount + 1}; if the Markdown starts earlier, add a closing \`---\` after the last field (a later \`---\` rule is closing it now).`;
+  const firstBlank = yamlLines.findIndex((line) => line.trim() === "");
+  if (firstBlank >= 0 && at.line - 2 > firstBlank && yamlLines.some((line, index) => index > firstBlank && /^#{1,6} /.test(line))) {
+    return `The frontmatter is never closed where it should be: the \`---\` on line ${yamlLines.length + 2} (a Markdown rule?) closes it, so Markdown is read as YAML. Add a line \`---\` after the last field.`;
   }
   return 'Check the YAML syntax on this line; quoting the value with "…" fixes most errors.';
 }
