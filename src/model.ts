@@ -6,9 +6,12 @@ import { z } from "zod";
  * `name` and `description` are checked by their own rules (name-*, description-*), so they are
  * not part of this object; every field here is optional and a bad value is `field-invalid`.
  */
-const toolList = z
-  .union([z.string(), z.array(z.string())])
-  .transform((value) => (typeof value === "string" ? value.split(/[\s,]+/) : value).filter((tool) => tool !== ""));
+const toolList = z.union([z.string(), z.array(z.string())]).transform((value) => (typeof value === "string" ? splitTools(value) : value));
+
+/** `Read Grep, Bash(git log:*)` → three tools: separators inside parentheses belong to the tool. */
+function splitTools(list: string): string[] {
+  return list.match(/(?:[^\s,(]+|\([^)]*\)?)+/g) ?? [];
+}
 
 export const optionalFields = {
   license: z.string(),
