@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import { compilePatterns, selectAgent, type RootSkill, type SourceView } from "../src/select.js";
+
+function skill(name: string, dir = name): RootSkill {
+  return { name, description: `${name}.`, fields: {}, extra: {}, body: "", file: `/r/${dir}/SKILL.md`, displayFile: `r/${dir}/SKILL.md`, dir, hash: "h" };
+}
+const source = (config: Omit<SourceView["config"], "root">, skills: RootSkill[], root = "r"): SourceView => ({ config: { root, ...config }, skills });
+const pick = (views: SourceView[]) => {
+  const { selected, findings } = selectAgent("main", views, "skills.config.json");
+  return { selected: selected.map((entry) => `${entry.source}:${entry.skill.name}:${entry.mode}`), codes: findings.map((finding) => finding.code) };
+};
+
+describe("patterns", () => {
+  it("OR the positives and subtract the negations (picomatch alone would OR a negation too)", () => {
+    const set = compilePatterns(["pdf-*", "docx", "!pdf-legacy"]);
+    expect(["pdf-forms", "pdf-legacy", "docx", "xlsx"].filter(set.matches)).toEqual(["pdf-forms", "docx"]);
+  });
+
+  it("a list of only negations subtracts from every name", () => {
+    const set = compilePatterns(["!secret-*"]);
+    expect(["a", "secret-keys"].filter(set.matches)).toEqual(["a"]);
+  });
+
+  it("is case-sensitive", () => {
+    expect(compilePatterns(["PDF"]).matches("pdf")).toBe(false);
+  });
+
+  it("reports each pattern that takes part in no decision", () => {
+    expect(compilePatterns(["a*", "zz", "!nothing"]).unmatched(["abc", "b"])).toEqual(["zz", "!nothing"]);
+  });
+});
+
+describe("selectAgent", () => {
+  const skills = [skill("beta"), skill("alpha"), skill("gamma")];
+
+  it("defaults: both omitted → all available; one omitted → []", () => {
+    expect(pick([source({}, skills)]).selected).toEqual(["0:alpha:available", "0:beta:available", "0:gamma:available"]);
+    expect(pick([source({ inline: ["beta"] }, skills)]).selected).toEqual(["0:beta:inline"]);
+    expect(pick([source({ available: ["alpha"] }, skills)]).selected).toEqual(["0:alpha:available"]);
+  });
+
+  it("inline wins over available, with selection-overlap", () => {
+    expect(pick([source({ available: ["*"], inline: ["beta"] }, skills)])).toEqual({
+      selected: ["0:alpha:available", "0:beta:inline", "0:gamma:available"],
+      codes: ["selection-overlap"],
+    });
+  });
+
+  it("orders sources in config order, then by name, then by path", () => {
+    const first = source({}, [skill("zeta"), skill("eta")]);
+    const second = source({}, [skill("alpha")], "other");
+    expect(pick([first, second]).selected).toEqual(["0:eta:available", "0:zeta:available", "1:alpha:available"]);
+  });
+
+  it("keeps the first of two same-named skills in one root, in path order", () => {
+    const { selected, findings } = selectAgent("main", [source({}, [skill("twin", "a/twin"), skill("twin", "b/twin")])], "c");
+    expect(selected.map((entry) => entry.skill.dir)).toEqual(["a/twin"]);
+    expect(findings[0]).toMatchObject({ code: "duplicate-name", file: "r/b/twin/SKILL.md" });
+    expect(findings[0]!.message).toContain("r/a/twin/SKILL.md");
+  });
+
+  it("includes a name selected from two sources both times, with duplicate-across-sources", () => {
+    const result = pick([source({}, [skill("twin")]), source({}, [skill("twin")], "other")]);
+    expect(result).toEqual({ selected: ["0:twin:available", "1:twin:available"], codes: ["duplicate-across-sources"] });
+  });
+
+  it("include / exclude narrow by folder path before duplicates are decided", () => {
+    const view = source({ exclude: ["legacy/**"] }, [skill("twin", "legacy/twin"), skill("twin", "new/twin"), skill("solo", "legacy/solo")]);
+    const { selected, findings } = selectAgent("main", [view], "c");
+    expect(selected.map((entry) => entry.skill.dir)).toEqual(["new/twin"]);
+    expect(findings).toEqual([]);
+  });
+
+  it("reports only patterns the config wrote", () => {
+    expect(pick([source({}, [])]).codes).toEqual([]);
+    expect(pick([source({ available: ["missing-*"] }, skills)]).codes).toEqual(["pattern-unmatched"]);
+  });
+});
