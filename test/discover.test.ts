@@ -1,0 +1,87 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { discoverRoot } from "../src/discover.js";
+import { skillMd, tempDir, writeTree } from "./helpers.js";
+
+const list = async (root: string) => (await discoverRoot(root, (path) => path.slice(root.length + 1) || ".")).skills.map((skill) => skill.dir);
+
+describe("discoverRoot", () => {
+  it("treats a skill folder's subfolders as its resources, and skips dot folders and node_modules", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      "pdf/SKILL.md": skillMd("pdf"),
+      "pdf/references/SKILL.md": skillMd("not-a-skill"),
+      "pdf/scripts/deep/SKILL.md": skillMd("not-either"),
+      "group/inner/SKILL.md": skillMd("inner"),
+      ".hidden/secret/SKILL.md": skillMd("secret"),
+      "node_modules/dep/SKILL.md": skillMd("dep"),
+    });
+    expect(await list(root)).toEqual(["group/inner", "pdf"]);
+  });
+
+  it("lists in path order whatever the creation order: depth first, bytewise names", async () => {
+    const root = await tempDir();
+    for (const dir of ["b", "a-c", "a/b", "B", "é", "a/a"]) {
+      await mkdir(join(root, dir), { recursive: true });
+      await writeFile(join(root, dir, "SKILL.md"), skillMd("x"));
+    }
+    // "a/…" before "a-c": a folder's entries are compared by name ("a" < "a-c"), not as whole path strings.
+    expect(await list(root)).toEqual(["B", "a/a", "a/b", "a-c", "b", "é"]);
+  });
+
+  it("honours .gitignore files with git's semantics, nested ones included", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      ".gitignore": "drafts/\n*-wip\n!keep-wip\n",
+      "drafts/idea/SKILL.md": skillMd("idea"),
+      "tool-wip/SKILL.md": skillMd("tool-wip"),
+      "keep-wip/SKILL.md": skillMd("keep-wip"),
+      "team/.gitignore": "private\n",
+      "team/private/SKILL.md": skillMd("private"),
+      "team/public/SKILL.md": skillMd("public"),
+      "team/sub/private/SKILL.md": skillMd("private"),
+      "other/private/SKILL.md": skillMd("private"),
+    });
+    expect(await list(root)).toEqual(["keep-wip", "other/private", "team/public"]);
+  });
+
+  it("follows links inside the root, skips broken ones, counts a file reached twice once, and ends cycles", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      "real/pdf/SKILL.md": skillMd("pdf"),
+      "alias": { link: "real/pdf" },
+      "broken": { link: "nowhere" },
+      "real/loop": { link: ".." },
+      "file-link/SKILL.md": { link: "../real/pdf/SKILL.md" },
+    });
+    const listing = await discoverRoot(root, (path) => path);
+    expect(listing.skills.map((skill) => skill.dir)).toEqual(["alias"]);
+    expect(listing.findings).toEqual([]);
+  });
+
+  it("refuses links that leave the root, without reading behind them", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "outside/leak/SKILL.md": skillMd("leak"), "root/leak": { link: "../outside/leak" }, "root/up": { link: ".." } });
+    const listing = await discoverRoot(join(base, "root"), (path) => path.slice(base.length + 1));
+    expect(listing.skills).toEqual([]);
+    expect(listing.findings.map((finding) => [finding.code, finding.file])).toEqual([
+      ["symlink-escape", "root/leak"],
+      ["symlink-escape", "root/up"],
+    ]);
+  });
+
+  it("accepts a root that is itself a skill, or itself a link", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "solo/SKILL.md": skillMd("solo"), "linked": { link: "solo" } });
+    expect(await list(join(base, "solo"))).toEqual([""]);
+    const viaLink = await discoverRoot(join(base, "linked"), (path) => path);
+    expect(viaLink.skills.map((skill) => skill.file)).toEqual([join(base, "linked", "SKILL.md")]);
+  });
+
+  it("reports a missing root", async () => {
+    const base = await tempDir();
+    const listing = await discoverRoot(join(base, "nope"), () => "nope");
+    expect(listing.findings.map((finding) => [finding.code, finding.message])).toEqual([["root-missing", "the root nope does not exist"]]);
+  });
+});
