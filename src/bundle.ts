@@ -1,4 +1,7 @@
+import { createHash } from "node:crypto";
 import type { Compilation } from "./compile.js";
+import { compareStrings } from "./diagnostics.js";
+import { renderPrompt } from "./render.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";
@@ -16,6 +19,8 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
     agents[agent.id] = {
       format: agent.format,
       prompt: `prompts/${agent.id}.txt`,
+      // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
+      characters: { prompt: agent.prompt.length, catalogue: catalogueLength(agent) },
       skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file })),
     };
     for (const skill of agent.skills) {
@@ -36,11 +41,42 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,
-    skills: [...skills.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, skill]) => skill),
+    skills: [...skills.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, skill]) => skill),
     diagnostics: compilation.diagnostics,
+    // Last, so it covers every other file of the bundle.
+    hashes: { inputs: inputsHash(compilation), outputs: outputHashes(files) },
   };
   files.set("manifest.json", stableJson(manifest));
   return files;
+}
+
+/**
+ * Identifies what the bundle was built from, so a server can log it: the resolved config and the path and
+ * content hash of every skill in the bundle. Paths are config-relative, so the hash does not depend on the
+ * folder the project sits in.
+ */
+function inputsHash(compilation: Compilation): string {
+  const skills = new Map<string, string>();
+  for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, skill.hash);
+  const sorted = [...skills.entries()].sort(([a], [b]) => compareStrings(a, b));
+  return sha256(stableJson({ config: compilation.config.config, skills: sorted }));
+}
+
+/** sha256 of each file (all but the manifest, which holds them), by path. */
+function outputHashes(files: ReadonlyMap<string, string>): Record<string, string> {
+  const hashes: Record<string, string> = {};
+  for (const [path, text] of files) hashes[path] = sha256(text);
+  return hashes;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** Length of the agent's catalogue of available skills: its prompt without the inline blocks. */
+function catalogueLength(agent: Compilation["agents"][number]): number {
+  const available = agent.skills.filter((skill) => skill.mode === "available");
+  return renderPrompt(agent.format, available.map((skill) => ({ ...skill, hidden: skill.fields["disable-model-invocation"] === true }))).length;
 }
 
 /** JSON with object keys sorted at every depth, two-space indented, LF and a final newline. */
