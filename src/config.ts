@@ -160,7 +160,9 @@ function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
   return issues
     .map((issue) => {
       const path = formatPath(issue.path);
-      const message = issue.message.replace(/^Invalid input: /, "");
+      // A bad record key carries the key's own issue inside.
+      const cause = issue.code === "invalid_key" ? (issue.issues[0] ?? issue) : issue;
+      const message = cause.message.replace(/^Invalid input: /, "");
       if (issue.code === "unrecognized_keys") {
         return issue.keys.map((key) => `${path ? `${path}.` : ""}${key}: unknown setting`).join("\n");
       }

@@ -1,0 +1,78 @@
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../src/index.js";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+describe("loadConfig", () => {
+  it("finds the first of skills.config.{ts,mts,js,mjs,json} in cwd and applies defaults", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { other: { skills: [{ root: "x" }] } } }),
+      "skills.config.mjs": "export default { agents: { chosen: { skills: [{ root: 'skills' }] } } };",
+    });
+    const loaded = await loadConfig(undefined, dir);
+    expect(loaded.file).toBe(join(dir, "skills.config.mjs"));
+    expect(loaded.config).toEqual({
+      outDir: "dist/skills",
+      location: "absolute",
+      format: "pi",
+      yaml: "strict",
+      rules: {},
+      agents: { chosen: { skills: [{ root: "skills" }] } },
+    });
+  });
+
+  it("loads TypeScript through esbuild: types, relative imports, `skillbake` imports; no temp file left", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "agents.ts": "export const roots: string[] = ['skills'];\n",
+      "skills.config.ts": [
+        'import { defineConfig } from "skillbake";',
+        'import { roots } from "./agents";',
+        "const location: 'relative' = 'relative';",
+        "export default defineConfig({ location, agents: { coding: { skills: roots.map((root) => ({ root })) } } });",
+      ].join("\n"),
+    });
+    const loaded = await loadConfig(undefined, dir);
+    expect(loaded.config.location).toBe("relative");
+    expect(loaded.config.agents.coding!.skills).toEqual([{ root: "skills" }]);
+    expect(loaded.inputs).toEqual([join(dir, "agents.ts"), join(dir, "skills.config.ts")]);
+    expect((await readdir(dir)).sort()).toEqual(["agents.ts", "skills.config.ts"]);
+  });
+
+  it.each([
+    [{ agents: { coding: { skills: [{ root: "a" }, { root: 1 }] } } }, "agents.coding.skills[1].root: expected string, received number"],
+    [{ agents: {} }, "agents: define at least one agent"],
+    [{ agents: { Coding: { skills: [{ root: "a" }] } } }, "agents.Coding: agent ids are lowercase letters, digits and hyphens, starting with a letter"],
+    [{ agents: { a: { skills: [{ root: "a", availble: ["*"] }] } } }, "agents.a.skills[0].availble: unknown setting"],
+    [{ location: "somewhere", agents: { a: { skills: [{ root: "a" }] } } }, "location:"],
+    [{ rules: { "no-such-rule": "warn" }, agents: { a: { skills: [{ root: "a" }] } } }, "rules.no-such-rule:"],
+  ])("rejects %j naming the field path", async (config, message) => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": JSON.stringify(config) });
+    const error = await loadConfig(undefined, dir).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toContain(`${join(dir, "skills.config.json")}: ${message}`);
+  });
+
+  it("reports a TypeScript syntax error with file:line:col, exit 2 from the CLI", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.ts": "export default {\n  agents: {,\n};\n" });
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(new RegExp(`^skills: ${join(dir, "skills.config.ts")}:2:\\d+: `));
+    expect((await readdir(dir)).sort()).toEqual(["skills.config.ts"]);
+  });
+
+  it("--config names a file elsewhere; roots resolve against its folder", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "conf/skills.config.json": JSON.stringify({ location: "relative", agents: { a: { skills: [{ root: "../skills" }] } } }),
+      "skills/one/SKILL.md": skillMd("one"),
+    });
+    const run = await runCli(["build", "--config", "conf/skills.config.json", "--format", "json"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, outDir: "conf/dist/skills", agents: [{ id: "a", skills: 1 }] });
+  });
+});
