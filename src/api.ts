@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { bundleFiles } from "./bundle.js";
-import { compile, type Compilation } from "./compile.js";
+import { compile, type Compilation, type CompileOptions } from "./compile.js";
 import { loadConfig } from "./config.js";
 import { countBySeverity } from "./diagnostics.js";
 import { writeBundle } from "./emit.js";
@@ -12,12 +12,16 @@ export interface CheckOptions {
   cwd?: string;
   /** Warnings fail the run too. */
   strict?: boolean;
+  /** More warnings than this fail the run (`--max-warnings`). */
+  maxWarnings?: number;
+  /** Progress of reading and checking SKILL.md files. */
+  onProgress?: CompileOptions["onProgress"];
 }
 
 export interface CheckResult extends Compilation {
   errors: number;
   warnings: number;
-  /** No error, and with `strict` no warning. */
+  /** No error, and no more warnings than `maxWarnings` allows (none with `strict`). */
   ok: boolean;
 }
 
@@ -39,9 +43,10 @@ export interface BuildResult extends CheckResult {
 /** Everything `build` does except writing. */
 export async function check(options: CheckOptions = {}): Promise<CheckResult> {
   const cwd = options.cwd ?? process.cwd();
-  const compilation = await compile(await loadConfig(options.config, cwd));
+  const compilation = await compile(await loadConfig(options.config, cwd), { onProgress: options.onProgress });
   const { errors, warnings } = countBySeverity(compilation.diagnostics);
-  return { ...compilation, errors, warnings, ok: errors === 0 && !(options.strict && warnings > 0) };
+  const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
+  return { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings };
 }
 
 /** Compiles and, when nothing failed, swaps the new bundle into `outDir`. */

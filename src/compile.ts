@@ -43,8 +43,13 @@ export interface Compilation {
 /** Open files at once while reading SKILL.md files: enough to keep the disk busy, far from the fd limit. */
 const READ_CONCURRENCY = 64;
 
+export interface CompileOptions {
+  /** Called as SKILL.md files are read and checked, so a front end can show progress on long runs. */
+  onProgress?: (progress: { done: number; total: number }) => void;
+}
+
 /** config → discover → parse → validate → select → render, in memory. */
-export async function compile(loaded: LoadedConfig): Promise<Compilation> {
+export async function compile(loaded: LoadedConfig, options: CompileOptions = {}): Promise<Compilation> {
   const { config, dir: configDir } = loaded;
   const display = (path: string) => relativeTo(configDir, path);
   const findings: Finding[] = [];
@@ -65,7 +70,7 @@ export async function compile(loaded: LoadedConfig): Promise<Compilation> {
     for (const skill of listing.skills) if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
   }
   const validByFile = new Map<string, Omit<RootSkill, "dir">>();
-  await forEachLimited([...byFile.values()], READ_CONCURRENCY, async ({ file, folder }) => {
+  const checkFile = async ({ file, folder }: { file: string; folder: string }) => {
     const displayFile = display(file);
     const bytes = await readSkillBytes(file);
     if (!(bytes instanceof Uint8Array)) {
@@ -76,6 +81,11 @@ export async function compile(loaded: LoadedConfig): Promise<Compilation> {
     const { content, findings: skillFindings } = validateSkill(displayFile, folder, parsed);
     findings.push(...skillFindings);
     if (content) validByFile.set(file, { ...content, file, displayFile, hash: createHash("sha256").update(bytes).digest("hex") });
+  };
+  let done = 0;
+  await forEachLimited([...byFile.values()], READ_CONCURRENCY, async (skill) => {
+    await checkFile(skill);
+    options.onProgress?.({ done: ++done, total: byFile.size });
   });
   const validByRoot = new Map<string, RootSkill[]>();
   for (const listing of listings) {
