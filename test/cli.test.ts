@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -93,5 +93,34 @@ describe("skills build", () => {
     expect(prompt).toContain("<location>skills/alpha/SKILL.md</location>");
     const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
     expect(manifest.agents.main.skills).toEqual([{ name: "alpha", mode: "available", source: 0, file: "skills/alpha/SKILL.md" }]);
+  });
+
+  it("writes nothing on an error, and the previous bundle stays as it was", async () => {
+    const dir = await project({ "skills/alpha/SKILL.md": skillMd("alpha") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const before = await readFile(join(dir, "dist/skills/manifest.json"), "utf8");
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), "---\nname: alpha\n---\n");
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("nothing written");
+    expect(await readFile(join(dir, "dist/skills/manifest.json"), "utf8")).toBe(before);
+  });
+
+  it("refuses to replace a folder it did not write, and deletes nothing", async () => {
+    const dir = await project({ "skills/alpha/SKILL.md": skillMd("alpha"), "dist/skills/notes.txt": "mine" });
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("was not written by skillbake");
+    expect(await readdir(join(dir, "dist/skills"))).toEqual(["notes.txt"]);
+  });
+});
+
+describe("colour", () => {
+  it("is off without a TTY and with NO_COLOR, on with FORCE_COLOR", async () => {
+    const dir = await project({ "skills/bad/SKILL.md": "---\nname: bad\n---\n" });
+    const plain = await runCli(["check"], { cwd: dir, env: { NO_COLOR: undefined } });
+    const forced = await runCli(["check"], { cwd: dir, env: { NO_COLOR: undefined, FORCE_COLOR: "1" } });
+    expect(plain.stderr).not.toContain("\u001b[");
+    expect(forced.stderr).toContain("\u001b[31m");
   });
 });
