@@ -3,6 +3,7 @@ import { ConfigError } from "./config.js";
 import { OutputError } from "./emit.js";
 import { buildCommand, checkCommand } from "./commands/build.js";
 import { UsageError, write, type Command, type CommandIO } from "./commands/command.js";
+import { didYouMean } from "./suggest.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
 const COMMANDS: readonly Command[] = [buildCommand, checkCommand];
@@ -21,13 +22,15 @@ Exit codes: 0 success, 1 errors (or a stale bundle with --check), 2 usage or con
 /** The whole CLI: returns the exit code. Library errors for bad input become messages, never stack traces. */
 export async function main(argv: string[], io: CommandIO): Promise<number> {
   const [name, ...args] = argv;
-  if (name === undefined || name === "-h" || name === "--help" || name === "help") {
+  if (name === undefined || name === "-h" || name === "--help") {
     write(name === undefined ? io.stderr : io.stdout, usage());
     return name === undefined ? 2 : 0;
   }
+  if (name === "help") return help(args[0], io);
   const command = COMMANDS.find((candidate) => candidate.name === name);
   if (!command) {
-    write(io.stderr, `skills: unknown command "${name}"\n\n${usage()}`);
+    const names = COMMANDS.map((candidate) => candidate.name);
+    write(io.stderr, `skills: unknown command "${name}".${didYouMean(name, names)}\n\n${usage()}`);
     return 2;
   }
   try {
@@ -39,8 +42,9 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     if (positionals.length > command.maxPositionals) throw new UsageError(`unexpected argument "${positionals[command.maxPositionals]}"`);
     return await command.run(values, positionals, io);
   } catch (error) {
-    if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")) {
-      write(io.stderr, `skills ${command.name}: ${(error as Error).message}\n\n${command.help}`);
+    const usageMessage = usageErrorMessage(error, command);
+    if (usageMessage !== undefined) {
+      write(io.stderr, `skills ${command.name}: ${usageMessage}\nRun \`skills ${command.name} --help\` for its options and examples.`);
       return 2;
     }
     if (error instanceof ConfigError || error instanceof OutputError) {
@@ -49,4 +53,32 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     }
     throw error;
   }
+}
+
+/** `skills help [command]`. */
+function help(name: string | undefined, io: CommandIO): number {
+  if (name === undefined) {
+    write(io.stdout, usage());
+    return 0;
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  if (command) {
+    write(io.stdout, command.help);
+    return 0;
+  }
+  write(io.stderr, `skills: unknown command "${name}".${didYouMean(name, COMMANDS.map((candidate) => candidate.name))}\n\n${usage()}`);
+  return 2;
+}
+
+/** The message for a mistake in how a command was called, or undefined when `error` is something else. */
+function usageErrorMessage(error: unknown, command: Command): string | undefined {
+  if (error instanceof UsageError) return error.message;
+  const code = String((error as { code?: unknown }).code);
+  if (!code.startsWith("ERR_PARSE_ARGS")) return undefined;
+  const message = (error as Error).message;
+  const unknown = code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? /^Unknown option '([^']+)'/.exec(message)?.[1] : undefined;
+  if (unknown === undefined) return message;
+  const flags = ["--help", ...Object.keys(command.options).map((option) => `--${option}`)];
+  const flag = unknown.split("=")[0]!;
+  return `unknown option ${flag}.${didYouMean(flag, flags, (text) => text)}`;
 }

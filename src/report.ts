@@ -1,13 +1,17 @@
-import type { Diagnostic } from "./diagnostics.js";
-import { countBySeverity } from "./diagnostics.js";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { countBySeverity, type Diagnostic } from "./diagnostics.js";
+import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
 
 export interface Style {
   red(text: string): string;
   yellow(text: string): string;
+  cyan(text: string): string;
   dim(text: string): string;
   bold(text: string): string;
+  underline(text: string): string;
 }
 
 /** Colour only on a TTY; NO_COLOR turns it off, FORCE_COLOR (other than 0) on. */
@@ -15,24 +19,83 @@ export function styleFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): S
   const force = env.FORCE_COLOR;
   const enabled = force !== undefined && force !== "" ? force !== "0" && force !== "false" : !env.NO_COLOR && stream.isTTY === true;
   const wrap = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
-  return { red: wrap(31, 39), yellow: wrap(33, 39), dim: wrap(2, 22), bold: wrap(1, 22) };
+  return { red: wrap(31, 39), yellow: wrap(33, 39), cyan: wrap(36, 39), dim: wrap(2, 22), bold: wrap(1, 22), underline: wrap(4, 24) };
 }
 
-function where(diagnostic: Diagnostic): string {
-  if (!diagnostic.file) return "";
-  return diagnostic.line ? `${diagnostic.file}:${diagnostic.line}:${diagnostic.column ?? 1}` : diagnostic.file;
-}
+/** The lines of the files that diagnostics point into, keyed by `Diagnostic.file`: what code frames quote. */
+export type SourceLines = ReadonlyMap<string, readonly string[]>;
 
-/** One line per diagnostic, `file:line:col` first so terminals and editors can jump to it. */
-export function formatPretty(diagnostics: readonly Diagnostic[], style: Style): string {
-  const lines: string[] = [];
+/**
+ * Diagnostics grouped per file (in their sorted order), each with its position, severity, message and code,
+ * then a code frame when the file's lines are known (the line, a caret under the column), then its hint.
+ */
+export function formatPretty(diagnostics: readonly Diagnostic[], style: Style, sources: SourceLines = new Map()): string {
+  const groups = new Map<string, Diagnostic[]>();
   for (const diagnostic of diagnostics) {
-    const severity = diagnostic.severity === "error" ? style.red("error") : style.yellow("warning");
-    const location = where(diagnostic);
-    lines.push(`${location ? `${style.bold(location)}: ` : ""}${severity} ${diagnostic.message} ${style.dim(`[${diagnostic.code}]`)}`);
-    if (diagnostic.hint) lines.push(`  ${style.dim("hint:")} ${diagnostic.hint}`);
+    const group = groups.get(diagnostic.file ?? "");
+    if (group) group.push(diagnostic);
+    else groups.set(diagnostic.file ?? "", [diagnostic]);
   }
-  return lines.join("\n");
+  const blocks: string[] = [];
+  for (const [file, group] of groups) {
+    const positions = group.map((diagnostic) => (diagnostic.line ? `${diagnostic.line}:${diagnostic.column ?? 1}` : ""));
+    const width = Math.max(...positions.map((position) => position.length));
+    const lines = file ? [style.underline(file)] : [];
+    group.forEach((diagnostic, index) => {
+      const severity = diagnostic.severity === "error" ? style.red("error  ") : style.yellow("warning");
+      const position = width > 0 ? `${style.dim(positions[index]!.padEnd(width))}  ` : "";
+      lines.push(`  ${position}${severity}  ${diagnostic.message}  ${style.dim(`[${diagnostic.code}]`)}`);
+      const sourceLine = diagnostic.line ? sources.get(file)?.[diagnostic.line - 1] : undefined;
+      if (sourceLine !== undefined) lines.push(...codeFrame(sourceLine, diagnostic.line!, diagnostic.column ?? 1, style));
+      if (diagnostic.hint) lines.push(`    ${style.cyan("hint:")} ${diagnostic.hint}`);
+    });
+    blocks.push(lines.join("\n"));
+  }
+  return blocks.join("\n\n");
+}
+
+/** Characters of a source line a frame shows; a longer line is cut with "…", keeping the column in view. */
+const FRAME_WIDTH = 120;
+
+function codeFrame(sourceLine: string, line: number, column: number, style: Style): string[] {
+  const at = Math.min(Math.max(column - 1, 0), sourceLine.length);
+  let start = 0;
+  let end = sourceLine.length;
+  if (sourceLine.length > FRAME_WIDTH) {
+    // The line's start (usually the key) stays in view unless the column is near or past the cut.
+    if (at > FRAME_WIDTH - 20) start = Math.min(at - FRAME_WIDTH / 2, sourceLine.length - FRAME_WIDTH);
+    end = start + FRAME_WIDTH;
+  }
+  const prefix = start > 0 ? "…" : "";
+  const shown = `${prefix}${sourceLine.slice(start, end)}${end < sourceLine.length ? "…" : ""}`;
+  // Tabs before the column stay tabs so the caret lines up however the terminal expands them.
+  const pad = `${prefix}${sourceLine.slice(start, at)}`.replace(/[^\t]/g, " ");
+  const gutter = String(line);
+  return [`    ${style.dim(`${gutter} |`)} ${shown}`, `    ${style.dim(`${" ".repeat(gutter.length)} |`)} ${pad}${style.red("^")}`];
+}
+
+/**
+ * Reads the files that diagnostics point at a line of (`file` is relative to `dir`, the config folder) the way
+ * the parser read them: BOM stripped, CRLF and CR as line breaks. A file that is unreadable, over the size
+ * limit or not UTF-8 gets no code frame.
+ */
+export async function readSourceLines(diagnostics: readonly Diagnostic[], dir: string): Promise<SourceLines> {
+  const files = new Set(diagnostics.filter((diagnostic) => diagnostic.file && diagnostic.line).map((diagnostic) => diagnostic.file!));
+  const sources = new Map<string, string[]>();
+  await Promise.all(
+    [...files].map(async (file) => {
+      const bytes = await readFile(join(dir, file)).catch(() => undefined);
+      if (!bytes || bytes.byteLength > MAX_SKILL_FILE_BYTES) return;
+      let text: string;
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      } catch {
+        return;
+      }
+      sources.set(file, text.split(/\r\n|\r|\n/));
+    }),
+  );
+  return sources;
 }
 
 export function formatSummary(diagnostics: readonly Diagnostic[], style: Style): string {

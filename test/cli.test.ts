@@ -14,7 +14,7 @@ describe("skills check", () => {
     const dir = await project({ "skills/good/SKILL.md": skillMd("good"), "skills/bad/SKILL.md": "---\nname: bad\n---\nBody\n" });
     const run = await runCli(["check"], { cwd: dir });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain("skills/bad/SKILL.md:1:1: error no `description` in the frontmatter [description-missing]");
+    expect(run.stderr).toContain("skills/bad/SKILL.md\n  1:1  error    no `description` in the frontmatter  [description-missing]\n    1 | ---\n      | ^\n");
     expect(run.stderr).toContain("1 error, 0 warnings; check failed (1 agent, 1 skill)");
     expect(run.stdout).toBe("");
   });
@@ -76,10 +76,10 @@ describe("config errors", () => {
     const dir = await tempDir();
     const flag = await runCli(["check", "--stirct"], { cwd: dir });
     expect(flag.code).toBe(2);
-    expect(flag.stderr).toContain("Unknown option '--stirct'");
+    expect(flag.stderr).toContain("unknown option --stirct. Did you mean --strict?");
     const command = await runCli(["bild"], { cwd: dir });
     expect(command.code).toBe(2);
-    expect(command.stderr).toContain('unknown command "bild"');
+    expect(command.stderr).toContain('unknown command "bild". Did you mean "build"?');
   });
 });
 

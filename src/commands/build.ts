@@ -1,16 +1,17 @@
 import { relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../api.js";
-import { formatGithub, formatPretty, formatSummary, styleFor, type OutputFormat, type Style } from "../report.js";
+import { formatGithub, formatPretty, formatSummary, readSourceLines, styleFor, type OutputFormat, type Style } from "../report.js";
 import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
   --strict           warnings fail the run too
+  --max-warnings N   more than N warnings fail the run
   --format FORMAT    pretty | json | github (default: github when GITHUB_ACTIONS=true, else pretty)`;
 
 export const buildCommand: Command = {
   name: "build",
   summary: "compile the config's skills and write the bundle",
-  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--strict] [--format pretty|json|github]
+  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--strict] [--max-warnings N] [--format pretty|json|github]
 
 Compiles every agent in the config and writes the bundle (manifest.json, prompts/) to the config's
 outDir (default dist/skills). Nothing is written when there is an error.
@@ -29,6 +30,7 @@ Examples:
     out: { type: "string" },
     check: { type: "boolean" },
     strict: { type: "boolean" },
+    "max-warnings": { type: "string" },
     format: { type: "string" },
   },
   maxPositionals: 0,
@@ -38,7 +40,7 @@ Examples:
 export const checkCommand: Command = {
   name: "check",
   summary: "validate the skills and agents without writing (a CI gate)",
-  help: `Usage: skills check [--config FILE] [--strict] [--format pretty|json|github]
+  help: `Usage: skills check [--config FILE] [--strict] [--max-warnings N] [--format pretty|json|github]
 
 Does everything \`skills build\` does except writing: exits 1 on any error (with --strict, on any
 warning), so it can fail a pull request on invalid frontmatter.
@@ -48,8 +50,8 @@ ${COMMON_HELP}
 
 Examples:
   skills check
-  skills check --strict --format github`,
-  options: { config: { type: "string" }, strict: { type: "boolean" }, format: { type: "string" } },
+  skills check --max-warnings 0 --format github   # in CI: annotate the pull request, fail on any warning`,
+  options: { config: { type: "string" }, strict: { type: "boolean" }, "max-warnings": { type: "string" }, format: { type: "string" } },
   maxPositionals: 0,
   run: (values, _positionals, io) => compileAndReport("check", values, io),
 };
@@ -57,28 +59,72 @@ Examples:
 async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO): Promise<number> {
   const format = (values.format ?? (io.env.GITHUB_ACTIONS === "true" ? "github" : "pretty")) as OutputFormat;
   if (!["pretty", "json", "github"].includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}")`);
-  const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true };
-  const result: CheckResult & Partial<BuildResult> =
-    command === "build" ? await build({ ...options, outDir: values.out as string | undefined, check: values.check === true }) : await check(options);
+  const maxWarnings = parseMaxWarnings(values["max-warnings"]);
+  const progress = progressOnTty(io.stderr);
+  const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update };
+  const result: CheckResult & Partial<BuildResult> = await (command === "build"
+    ? build({ ...options, outDir: values.out as string | undefined, check: values.check === true })
+    : check(options)
+  ).finally(progress.clear);
   const stale = result.stale ?? [];
   const style = styleFor(io.stderr, io.env);
 
   if (format === "json") {
     write(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
+  } else if (format === "github") {
+    write(io.stderr, formatGithub(result.diagnostics));
   } else {
-    write(io.stderr, format === "github" ? formatGithub(result.diagnostics) : formatPretty(result.diagnostics, style));
-    if (format === "pretty") write(io.stderr, summaryLine(command, result, io.cwd, style));
+    const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir));
+    const summary = summaryLine(command, result, { strict: options.strict, maxWarnings }, io.cwd, style);
+    write(io.stderr, report ? `${report}\n\n${summary}` : summary);
+  }
+  if (format !== "json") {
     for (const file of stale) write(io.stderr, `stale: ${file}`);
     if (stale.length > 0) write(io.stderr, "The bundle is out of date; run `skills build` to update it.");
   }
   return result.ok && stale.length === 0 ? 0 : 1;
 }
 
-function summaryLine(command: string, result: CheckResult & Partial<BuildResult>, cwd: string, style: Style): string {
+/** `--max-warnings N`: a whole number, or undefined when the flag is absent. */
+function parseMaxWarnings(value: FlagValues[string]): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || !/^\d+$/.test(value)) throw new UsageError(`--max-warnings takes a whole number of warnings, e.g. --max-warnings 0 (got "${String(value)}")`);
+  return Number(value);
+}
+
+/** Runs with more SKILL.md files than this show progress, on a terminal only (CI logs and pipes stay clean). */
+const PROGRESS_THRESHOLD = 1000;
+
+function progressOnTty(stream: CommandIO["stderr"]): { update?: (progress: { done: number; total: number }) => void; clear: () => void } {
+  if (stream.isTTY !== true) return { clear: () => {} };
+  let shown = -1;
+  return {
+    update({ done, total }) {
+      const percent = Math.floor((done * 100) / total);
+      if (total <= PROGRESS_THRESHOLD || percent === shown) return;
+      shown = percent;
+      stream.write(`\r\u001b[Kchecking skills: ${done}/${total} (${percent}%)`);
+    },
+    clear() {
+      if (shown >= 0) stream.write("\r\u001b[K");
+    },
+  };
+}
+
+function summaryLine(
+  command: string,
+  result: CheckResult & Partial<BuildResult>,
+  limits: { strict: boolean; maxWarnings?: number },
+  cwd: string,
+  style: Style,
+): string {
   const skills = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.file))).size;
   const counts = formatSummary(result.diagnostics, style);
   const scope = `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills} ${skills === 1 ? "skill" : "skills"}`;
-  if (!result.ok) return `${counts}; ${command === "build" ? "nothing written" : "check failed"} (${scope})`;
+  if (!result.ok) {
+    const limit = result.errors > 0 ? "" : limits.strict ? " (--strict allows none)" : ` (--max-warnings allows ${limits.maxWarnings})`;
+    return `${counts}${limit}; ${command === "build" ? "nothing written" : "check failed"} (${scope})`;
+  }
   if (result.written) return `Wrote ${relative(cwd, result.outDir!) || "."} (${scope}); ${counts}`;
   if (command === "build" && result.stale?.length === 0) return `Bundle is up to date (${scope}); ${counts}`;
   return `Checked ${scope}; ${counts}`;
