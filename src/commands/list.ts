@@ -1,0 +1,124 @@
+import { relative } from "node:path";
+import { check, type CheckResult } from "../api.js";
+import type { CompiledAgent } from "../compile.js";
+import { renderPrompt } from "../render.js";
+import { didYouMean } from "../suggest.js";
+import { UsageError, write, type Command } from "./command.js";
+
+export const listCommand: Command = {
+  name: "list",
+  summary: "show what each agent sees: skills, modes, sources, sizes",
+  help: `Usage: skills list [--config FILE] [--agent ID] [--format pretty|json]
+
+Compiles the config in memory (writing nothing) and prints, per agent, each skill it sees: its
+name, mode (available: listed in the catalogue; inline: whole body in the prompt), source root,
+description characters and flags (hidden: disable-model-invocation, left out of the catalogue;
+not user-invocable: user-invocable: false), and the catalogue's characters against the agent's
+budget. Skills with errors are left out; run \`skills check\` to see why.
+
+Options:
+  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
+  --agent ID         only this agent
+  --format FORMAT    pretty | json (default: pretty)
+
+Examples:
+  skills list
+  skills list --agent coding
+  skills list --format json | jq '.agents[].skills[].name'`,
+  options: { config: { type: "string" }, agent: { type: "string" }, format: { type: "string" } },
+  maxPositionals: 0,
+  async run(values, _positionals, io) {
+    const format = values.format ?? "pretty";
+    if (format !== "pretty" && format !== "json") throw new UsageError(`--format must be pretty or json (got "${String(format)}")`);
+    const result = await check({ config: values.config as string | undefined, cwd: io.cwd });
+    const ids = result.agents.map((agent) => agent.id);
+    const wanted = values.agent as string | undefined;
+    if (wanted !== undefined && !ids.includes(wanted)) {
+      throw new UsageError(`no agent "${wanted}" in ${relative(io.cwd, result.config.file)} (it has ${ids.join(", ")}).${didYouMean(wanted, ids)}`);
+    }
+    const agents = result.agents.filter((agent) => wanted === undefined || agent.id === wanted).map((agent) => listAgent(agent, result));
+
+    if (format === "json") {
+      write(io.stdout, JSON.stringify({ agents, errors: result.errors, warnings: result.warnings }, null, 2));
+    } else {
+      write(io.stdout, agents.map(formatAgent).join("\n\n"));
+    }
+    if (result.errors + result.warnings > 0) {
+      const counts = `${result.errors} ${result.errors === 1 ? "error" : "errors"}, ${result.warnings} ${result.warnings === 1 ? "warning" : "warnings"}`;
+      write(io.stderr, `${counts}${result.errors > 0 ? " (skills with errors are left out)" : ""}; run \`skills check\` for details.`);
+    }
+    return 0;
+  },
+};
+
+/** One agent as `list` shows it; also the shape of `--format json`. */
+interface AgentListing {
+  id: string;
+  format: string;
+  /** Characters of the whole prompt: the catalogue and every inline block. */
+  promptCharacters: number;
+  /** Characters of the catalogue of available skills, what an agent's `budget` limits. */
+  catalogueCharacters: number;
+  budget?: number;
+  skills: {
+    name: string;
+    mode: string;
+    /** Index of the source in the agent's `skills` list, and its root as the config writes it. */
+    source: number;
+    root: string;
+    file: string;
+    descriptionCharacters: number;
+    /** `disable-model-invocation: true`: left out of the catalogue. */
+    hidden: boolean;
+    userInvocable: boolean;
+  }[];
+}
+
+function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
+  const agentConfig = result.config.config.agents[agent.id]!;
+  // `budget` joins the agent settings with the whole skill model; until then no agent has one.
+  const budget = "budget" in agentConfig && typeof agentConfig.budget === "number" ? agentConfig.budget : undefined;
+  const catalogue = renderPrompt(
+    agent.format,
+    agent.skills.filter((skill) => skill.mode === "available").map((skill) => ({ ...skill, hidden: skill.fields["disable-model-invocation"] === true })),
+  );
+  return {
+    id: agent.id,
+    format: agent.format,
+    promptCharacters: agent.prompt.length,
+    catalogueCharacters: catalogue.length,
+    ...(budget === undefined ? {} : { budget }),
+    skills: agent.skills.map((skill) => ({
+      name: skill.name,
+      mode: skill.mode,
+      source: skill.source,
+      root: agentConfig.skills[skill.source]!.root,
+      file: skill.file,
+      descriptionCharacters: skill.description.length,
+      hidden: skill.fields["disable-model-invocation"] === true,
+      userInvocable: skill.fields["user-invocable"] !== false,
+    })),
+  };
+}
+
+function formatAgent(agent: AgentListing): string {
+  const count = `${agent.skills.length} ${agent.skills.length === 1 ? "skill" : "skills"}`;
+  const budget = agent.budget === undefined ? "" : ` of a ${agent.budget} budget (${Math.round((agent.catalogueCharacters * 100) / agent.budget)}%)`;
+  const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${budget}, prompt ${agent.promptCharacters} characters`;
+  if (agent.skills.length === 0) return `${heading}\n  (no skills)`;
+  const rows = [
+    ["name", "mode", "source", "description", "flags"],
+    ...agent.skills.map((skill) => [
+      skill.name,
+      skill.mode,
+      skill.root,
+      `${skill.descriptionCharacters} chars`,
+      [skill.hidden ? "hidden" : "", skill.userInvocable ? "" : "not user-invocable"].filter(Boolean).join(", "),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  const lines = rows.map((row) =>
+    `  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ")}`.trimEnd(),
+  );
+  return [heading, ...lines].join("\n");
+}
