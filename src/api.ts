@@ -1,9 +1,10 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { bundleFiles } from "./bundle.js";
 import { compile, type Compilation, type CompileOptions } from "./compile.js";
 import { loadConfig } from "./config.js";
-import { countBySeverity } from "./diagnostics.js";
+import { compareStrings, countBySeverity } from "./diagnostics.js";
+import { unifiedDiff } from "./diff.js";
 import { writeBundle } from "./emit.js";
 
 export interface CheckOptions {
@@ -32,12 +33,22 @@ export interface BuildOptions extends CheckOptions {
   check?: boolean;
 }
 
+/** With `build --check`: a file where the bundle on disk and a fresh build disagree. */
+export interface StaleFile {
+  /** Relative to the outDir, `/`-separated. */
+  path: string;
+  /** `changed`: other content on disk; `missing`: not on disk; `extra`: on disk only (a build removes it). */
+  state: "changed" | "missing" | "extra";
+}
+
 export interface BuildResult extends CheckResult {
   outDir: string;
   /** True when the bundle was written. */
   written: boolean;
-  /** With `check`: bundle files that are missing or differ on disk. */
-  stale: string[];
+  /** With `check`: the files that differ, by path. */
+  stale: StaleFile[];
+  /** With `check`: a short unified diff of the first prompt that differs (else of the first changed file). */
+  staleDiff?: string;
 }
 
 /** Everything `build` does except writing. */
@@ -55,16 +66,50 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   const outDir = options.outDir ? resolve(options.cwd ?? process.cwd(), options.outDir) : resolve(result.config.dir, result.config.config.outDir);
   if (!result.ok) return { ...result, outDir, written: false, stale: [] };
   const files = bundleFiles(result);
-  if (options.check) return { ...result, outDir, written: false, stale: await staleFiles(outDir, files) };
+  if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files)) };
   await writeBundle(outDir, files);
   return { ...result, outDir, written: true, stale: [] };
 }
 
-async function staleFiles(outDir: string, files: ReadonlyMap<string, string>): Promise<string[]> {
-  const stale: string[] = [];
+/** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */
+const STALE_DIFF_LINES = 40;
+
+/** Compares a fresh bundle with the one in `outDir`; reads only. */
+async function compareWithDisk(outDir: string, files: ReadonlyMap<string, string>): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
+  const stale: StaleFile[] = [];
+  const onDisk = new Map<string, string>();
   for (const [path, text] of files) {
-    const onDisk = await readFile(join(outDir, path), "utf8").catch(() => undefined);
-    if (onDisk !== text) stale.push(path);
+    const existing = await readFile(join(outDir, path), "utf8").catch(() => undefined);
+    if (existing === undefined) stale.push({ path, state: "missing" });
+    else if (existing !== text) stale.push({ path, state: "changed" });
+    if (existing !== undefined) onDisk.set(path, existing);
   }
-  return stale;
+  for (const path of await listFiles(outDir)) if (!files.has(path)) stale.push({ path, state: "extra" });
+  stale.sort((a, b) => compareStrings(a.path, b.path));
+
+  // A missing file is listed, not diffed: its whole text would say nothing the listing does not.
+  const changed = [...files.keys()].filter((path) => onDisk.has(path) && onDisk.get(path) !== files.get(path));
+  const shown = changed.find((path) => path.startsWith("prompts/")) ?? changed[0];
+  if (shown === undefined) return { stale };
+  const staleDiff = unifiedDiff(onDisk.get(shown)!, files.get(shown)!, {
+    beforeLabel: `${shown} (on disk)`,
+    afterLabel: `${shown} (fresh build)`,
+    maxLines: STALE_DIFF_LINES,
+  });
+  return { stale, staleDiff };
+}
+
+/** Every file under `dir`, relative and `/`-separated; none when `dir` does not exist. */
+async function listFiles(dir: string, prefix = ""): Promise<string[]> {
+  const entries = await readdir(join(dir, prefix), { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT" || error.code === "ENOTDIR") return [];
+    throw error;
+  });
+  const files: string[] = [];
+  for (const entry of entries) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) files.push(...(await listFiles(dir, path)));
+    else files.push(path);
+  }
+  return files;
 }

@@ -78,11 +78,24 @@ async function compileAndReport(command: "build" | "check", values: FlagValues, 
     const summary = summaryLine(command, result, { strict: options.strict, maxWarnings }, io.cwd, style);
     write(io.stderr, report ? `${report}\n\n${summary}` : summary);
   }
-  if (format !== "json") {
-    for (const file of stale) write(io.stderr, `stale: ${file}`);
-    if (stale.length > 0) write(io.stderr, "The bundle is out of date; run `skills build` to update it.");
-  }
+  if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
   return result.ok && stale.length === 0 ? 0 : 1;
+}
+
+/** `build --check` found the bundle out of date: which files, how the first prompt differs, and the fix. */
+function staleReport(result: BuildResult, values: FlagValues, cwd: string): string {
+  const width = Math.max(...result.stale.map(({ state }) => state.length));
+  const lines = [`${relative(cwd, result.outDir) || "."} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
+  for (const { path, state } of result.stale) lines.push(`  ${state.padEnd(width)}  ${path}${state === "extra" ? " (not in the new bundle; a build removes it)" : ""}`);
+  if (result.staleDiff) lines.push("", result.staleDiff);
+  const fix = ["skills build", ...(["config", "out"] as const).flatMap((flag) => (typeof values[flag] === "string" ? [`--${flag}`, shellQuote(values[flag])] : []))];
+  lines.push("", `Run \`${fix.join(" ")}\` to update it.`);
+  return lines.join("\n");
+}
+
+/** A word as a POSIX shell reads it back. */
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }
 
 /** `--max-warnings N`: a whole number, or undefined when the flag is absent. */
@@ -138,6 +151,6 @@ function jsonReport(command: string, result: CheckResult & Partial<BuildResult>,
     warnings: result.warnings,
     diagnostics: result.diagnostics,
     agents: result.agents.map((agent) => ({ id: agent.id, skills: agent.skills.length, promptCharacters: agent.prompt.length })),
-    ...(result.outDir ? { outDir: relative(cwd, result.outDir) || ".", written: result.written, stale: result.stale } : {}),
+    ...(result.outDir ? { outDir: relative(cwd, result.outDir) || ".", written: result.written, stale: result.stale, staleDiff: result.staleDiff } : {}),
   };
 }

@@ -1,0 +1,154 @@
+/** `skills diff` output: the same items in `pretty` (a terminal), `markdown` (a pull-request comment) and `json`. */
+import { TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff } from "./diff.js";
+import type { Style } from "./report.js";
+
+export type DiffFormat = "pretty" | "markdown" | "json";
+
+/** One line of an agent's changes; `block` is a before/after listing shown beneath it. */
+interface Item {
+  sign: "+" | "-" | "~";
+  text: string;
+  block?: string[];
+}
+
+/** A markdown description change is collapsed past this many lines or characters of its block. */
+const LONG_BLOCK_LINES = 6;
+const LONG_BLOCK_CHARACTERS = 400;
+/** An agent with more changes than this shows them collapsed in a markdown comment. */
+const LONG_AGENT_ITEMS = 15;
+
+const STATUS_WORDS: Record<AgentDiff["status"], string> = { added: "new agent", removed: "removed agent", changed: "changed", unchanged: "unchanged" };
+
+function items(agent: AgentDiff, code: (text: string) => string): Item[] {
+  const list: Item[] = [];
+  for (const { name, mode } of agent.added) list.push({ sign: "+", text: `Added ${code(name)} (${mode})` });
+  for (const { name, mode } of agent.removed) list.push({ sign: "-", text: `Removed ${code(name)} (was ${mode})` });
+  for (const { name, from, to } of agent.moved) list.push({ sign: "~", text: `Moved ${code(name)} from ${from} to ${to}` });
+  for (const { name, before, after } of agent.descriptions) {
+    list.push({ sign: "~", text: `Changed the description of ${code(name)}:`, block: [...prefixLines("- ", before), ...prefixLines("+ ", after)] });
+  }
+  for (const { name, before, after, linesAdded, linesRemoved } of agent.bodies) {
+    list.push({ sign: "~", text: `Changed the body of ${code(name)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})` });
+  }
+  for (const { name, before, after } of agent.locations) list.push({ sign: "~", text: `Changed the location of ${code(name)}: ${code(before)} → ${code(after)}` });
+  for (const { name, changed } of agent.fields) list.push({ sign: "~", text: `Changed frontmatter of ${code(name)}: ${changed.map(code).join(", ")}` });
+  if (agent.format) list.push({ sign: "~", text: `Changed the format: ${code(agent.format.before)} → ${code(agent.format.after)}` });
+  // A changed prompt that no item above explains (another skillbake version, say) is still a change.
+  if (list.length === 0 && agent.prompt.changed) list.push({ sign: "~", text: "Changed the prompt text" });
+  return list;
+}
+
+function prefixLines(prefix: string, text: string): string[] {
+  return text.split("\n").map((line) => `${prefix}${line}`);
+}
+
+/** A terminal report: each agent, its changes, then its prompt size and budget. */
+export function formatDiffPretty(diff: BundleDiff, labels: { before: string; after: string }, style: Style): string {
+  const lines = [`${headline(diff)} (${labels.before} → ${labels.after})`];
+  for (const agent of diff.agents) {
+    lines.push("", style.bold(`${agent.id}: ${STATUS_WORDS[agent.status]}`));
+    for (const item of items(agent, (text) => text)) {
+      lines.push(`  ${item.sign} ${item.text}`);
+      for (const line of item.block ?? []) lines.push(`      ${line}`);
+    }
+    const { before, after } = agent.prompt;
+    lines.push(`  prompt characters: ${change(before.characters, after.characters)}`);
+    lines.push(`  ${style.dim(TOKEN_ESTIMATE_LABEL)}: ${change(before.tokens, after.tokens)}`);
+    const budget = budgetChange(agent);
+    if (budget) lines.push(`  budget (catalogue characters): ${budget}`);
+  }
+  return lines.join("\n");
+}
+
+/** A pull-request comment: a table of every agent, then each changed agent's list. */
+export function formatDiffMarkdown(diff: BundleDiff): string {
+  const lines = [`### Agent prompts: ${headline(diff)}`, ""];
+  lines.push(`| agent | changes | prompt characters | ${TOKEN_ESTIMATE_LABEL} | budget (catalogue characters) |`, "| --- | --- | ---: | ---: | --- |");
+  for (const agent of diff.agents) {
+    const { before, after } = agent.prompt;
+    lines.push(`| \`${agent.id}\` | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${budgetChange(agent) ?? "—"} |`);
+  }
+  for (const agent of diff.agents) {
+    const list = items(agent, codeSpan);
+    if (list.length === 0) continue;
+    lines.push("", `#### \`${agent.id}\` (${STATUS_WORDS[agent.status]})`, "");
+    const body = list.flatMap(markdownItem);
+    if (list.length > LONG_AGENT_ITEMS) lines.push(`<details><summary>${list.length} changes</summary>`, "", ...body, "", "</details>");
+    else lines.push(...body);
+  }
+  return lines.join("\n");
+}
+
+function markdownItem(item: Item): string[] {
+  if (!item.block) return [`- ${item.text}`];
+  const fence = "`".repeat(Math.max(3, longestBacktickRun(item.block.join("\n")) + 1));
+  const block = [`${fence}diff`, ...item.block, fence].map((line) => `  ${line}`);
+  const long = item.block.length > LONG_BLOCK_LINES || item.block.join("\n").length > LONG_BLOCK_CHARACTERS;
+  if (!long) return [`- ${item.text}`, "", ...block];
+  return [`- ${item.text}`, "", "  <details><summary>old → new</summary>", "", ...block, "", "  </details>"];
+}
+
+/** `--format json`: the whole comparison, one document. */
+export function formatDiffJson(diff: BundleDiff): string {
+  return JSON.stringify({ changed: diff.changed, tokenEstimate: "ceil(characters / 4)", agents: diff.agents }, null, 2);
+}
+
+function headline(diff: BundleDiff): string {
+  const changed = diff.agents.filter((agent) => agent.status !== "unchanged").length;
+  if (changed === 0) return diff.agents.length === 0 ? "no agents" : `no changes (${diff.agents.length} ${diff.agents.length === 1 ? "agent" : "agents"})`;
+  return `${changed} of ${diff.agents.length} ${diff.agents.length === 1 ? "agent" : "agents"} changed`;
+}
+
+function changeCounts(agent: AgentDiff): string {
+  const counts = [
+    [agent.added.length, "added"],
+    [agent.removed.length, "removed"],
+    [agent.moved.length, "moved"],
+    [agent.descriptions.length, agent.descriptions.length === 1 ? "description" : "descriptions"],
+    [agent.bodies.length, agent.bodies.length === 1 ? "body" : "bodies"],
+    [agent.locations.length, agent.locations.length === 1 ? "location" : "locations"],
+    [agent.fields.length, agent.fields.length === 1 ? "frontmatter" : "frontmatters"],
+  ] as const;
+  const parts = counts.filter(([count]) => count > 0).map(([count, word]) => `${count} ${word}`);
+  if (agent.format) parts.push("format");
+  if (parts.length === 0 && agent.prompt.changed) parts.push("prompt text");
+  if (agent.status === "added" || agent.status === "removed") parts.unshift(STATUS_WORDS[agent.status]);
+  return parts.join(", ") || "none";
+}
+
+/** `before → after (±delta)`, or the one number when it did not change. */
+function change(before: number, after: number): string {
+  if (before === after) return count(before);
+  const delta = after - before;
+  return `${count(before)} → ${count(after)} (${delta > 0 ? "+" : "-"}${count(Math.abs(delta))})`;
+}
+
+/** Digits grouped by commas, whatever the locale. */
+function count(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+function budgetChange(agent: AgentDiff): string | undefined {
+  const { before, after } = agent.budget;
+  if (!before && !after) return undefined;
+  const [was, now] = [budgetText(before), budgetText(after)];
+  return was === now ? now : `${was} → ${now}`;
+}
+
+function budgetText(state: BudgetState | undefined): string {
+  if (!state) return "no budget";
+  const percent = state.limit > 0 ? ` (${Math.round((state.catalogue / state.limit) * 100)}%)` : "";
+  return `${count(state.catalogue)} / ${count(state.limit)}${percent}${state.over ? " over budget" : ""}`;
+}
+
+/** Inline code that survives backticks and line breaks in the text. */
+function codeSpan(text: string): string {
+  const flat = text.replace(/\s*[\r\n]+\s*/g, " ");
+  const fence = "`".repeat(longestBacktickRun(flat) + 1);
+  const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
+  return `${fence}${pad}${flat}${pad}${fence}`;
+}
+
+function longestBacktickRun(text: string): number {
+  return Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+}

@@ -1,0 +1,351 @@
+/**
+ * Pure comparisons shared by `skills build --check` and `skills diff`: a line diff with a unified-style view,
+ * and the per-agent comparison of two bundle manifests (SPEC §7).
+ */
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { SCHEMA_VERSION, stableJson } from "./bundle.js";
+import { compareStrings } from "./diagnostics.js";
+
+// ---------------------------------------------------------------------------------------------------------
+// Line diff
+
+export interface LineEdit {
+  op: "equal" | "delete" | "insert";
+  line: string;
+}
+
+/**
+ * Past this many cells the middle of a diff (after the common head and tail) is shown as replaced whole
+ * rather than aligned: a readable diff, bounded memory. At most sqrt of it lines can match, so a Uint16 holds
+ * every LCS length.
+ */
+const MAX_ALIGNED_CELLS = 4_000_000;
+
+/** Edits turning `before` into `after`, aligned on a longest common subsequence of lines. */
+export function diffLines(before: readonly string[], after: readonly string[]): LineEdit[] {
+  let head = 0;
+  while (head < before.length && head < after.length && before[head] === after[head]) head++;
+  let beforeEnd = before.length;
+  let afterEnd = after.length;
+  while (beforeEnd > head && afterEnd > head && before[beforeEnd - 1] === after[afterEnd - 1]) {
+    beforeEnd--;
+    afterEnd--;
+  }
+  const equal = (line: string): LineEdit => ({ op: "equal", line });
+  return [
+    ...before.slice(0, head).map(equal),
+    ...alignMiddle(before.slice(head, beforeEnd), after.slice(head, afterEnd)),
+    ...before.slice(beforeEnd).map(equal),
+  ];
+}
+
+function alignMiddle(a: readonly string[], b: readonly string[]): LineEdit[] {
+  const deleted = a.map((line): LineEdit => ({ op: "delete", line }));
+  const inserted = b.map((line): LineEdit => ({ op: "insert", line }));
+  if (a.length === 0 || b.length === 0 || (a.length + 1) * (b.length + 1) > MAX_ALIGNED_CELLS) return [...deleted, ...inserted];
+  // common[i * width + j]: length of the longest common subsequence of a[i..] and b[j..].
+  const width = b.length + 1;
+  const common = new Uint16Array((a.length + 1) * width);
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i * width + j] = a[i] === b[j] ? common[(i + 1) * width + j + 1]! + 1 : Math.max(common[(i + 1) * width + j]!, common[i * width + j + 1]!);
+    }
+  }
+  const edits: LineEdit[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) {
+      edits.push({ op: "equal", line: a[i]! });
+      i++;
+      j++;
+    } else if (common[(i + 1) * width + j]! >= common[i * width + j + 1]!) {
+      edits.push(deleted[i++]!);
+    } else {
+      edits.push(inserted[j++]!);
+    }
+  }
+  return [...edits, ...deleted.slice(i), ...inserted.slice(j)];
+}
+
+/** Lines added and removed between two texts. */
+export function countLineChanges(before: string, after: string): { added: number; removed: number } {
+  let added = 0;
+  let removed = 0;
+  for (const edit of diffLines(splitLines(before), splitLines(after))) {
+    if (edit.op === "insert") added++;
+    else if (edit.op === "delete") removed++;
+  }
+  return { added, removed };
+}
+
+function splitLines(text: string): string[] {
+  return text === "" ? [] : text.split("\n");
+}
+
+export interface UnifiedDiffOptions {
+  beforeLabel: string;
+  afterLabel: string;
+  /** Unchanged lines shown around each change. */
+  context?: number;
+  /** The diff is cut after this many lines, with a note of how many were left out. */
+  maxLines?: number;
+}
+
+/** A unified-style diff (`---`/`+++` headers, `@@` hunks) of two texts; empty when they are equal. */
+export function unifiedDiff(before: string, after: string, { beforeLabel, afterLabel, context = 3, maxLines = Infinity }: UnifiedDiffOptions): string {
+  if (before === after) return "";
+  const edits = diffLines(splitLines(before), splitLines(after));
+  // Line numbers (1-based) in each text where each edit sits.
+  const positions: { before: number; after: number }[] = [];
+  let beforeLine = 1;
+  let afterLine = 1;
+  for (const edit of edits) {
+    positions.push({ before: beforeLine, after: afterLine });
+    if (edit.op !== "insert") beforeLine++;
+    if (edit.op !== "delete") afterLine++;
+  }
+  const changed = edits.flatMap((edit, index) => (edit.op === "equal" ? [] : [index]));
+  const hunks: { start: number; end: number }[] = [];
+  for (const index of changed) {
+    const start = Math.max(0, index - context);
+    const end = Math.min(edits.length, index + context + 1);
+    const last = hunks.at(-1);
+    if (last && start <= last.end) last.end = end;
+    else hunks.push({ start, end });
+  }
+  const lines = [`--- ${beforeLabel}`, `+++ ${afterLabel}`];
+  for (const { start, end } of hunks) {
+    const slice = edits.slice(start, end);
+    const beforeCount = slice.filter((edit) => edit.op !== "insert").length;
+    const afterCount = slice.filter((edit) => edit.op !== "delete").length;
+    // An empty side is numbered by the line before it, as diff -u does.
+    const beforeStart = beforeCount === 0 ? positions[start]!.before - 1 : positions[start]!.before;
+    const afterStart = afterCount === 0 ? positions[start]!.after - 1 : positions[start]!.after;
+    lines.push(`@@ -${beforeStart},${beforeCount} +${afterStart},${afterCount} @@`);
+    for (const edit of slice) lines.push(`${edit.op === "equal" ? " " : edit.op === "delete" ? "-" : "+"}${edit.line}`);
+  }
+  if (lines.length > maxLines) {
+    const omitted = lines.length - maxLines;
+    return [...lines.slice(0, maxLines), `… ${omitted} more ${omitted === 1 ? "line" : "lines"} of diff`].join("\n");
+  }
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Bundle comparison
+
+/**
+ * The manifest fields `skills diff` reads; anything else is ignored, so a manifest may grow. `skills diff`
+ * reads the manifest alone: sizes come from `agents[id].characters`, never from the prompt files.
+ */
+const manifestSchema = z.object({
+  schemaVersion: z.literal(SCHEMA_VERSION, { error: `skills diff reads manifests of schemaVersion ${SCHEMA_VERSION}` }),
+  agents: z.record(
+    z.string(),
+    z.object({
+      format: z.string(),
+      prompt: z.string(),
+      characters: z.object({ prompt: z.number(), catalogue: z.number() }),
+      /** The agent's character limit on its catalogue, when the config sets one. */
+      budget: z.number().optional(),
+      skills: z.array(z.object({ name: z.string(), mode: z.enum(["available", "inline"]), file: z.string() })),
+    }),
+  ),
+  skills: z.array(
+    z.object({
+      file: z.string(),
+      description: z.string(),
+      location: z.string(),
+      body: z.string(),
+      fields: z.record(z.string(), z.unknown()),
+      extra: z.record(z.string(), z.unknown()),
+    }),
+  ),
+  hashes: z.object({ outputs: z.record(z.string(), z.string()) }),
+});
+
+export type Manifest = z.output<typeof manifestSchema>;
+
+/** A manifest that `skills diff` cannot read. */
+export class ManifestError extends Error {
+  override name = "ManifestError";
+}
+
+/** Validates parsed manifest JSON; `label` names it in the error. */
+export function parseManifest(value: unknown, label: string): Manifest {
+  const parsed = manifestSchema.safeParse(value);
+  if (parsed.success) {
+    const files = new Set(parsed.data.skills.map((skill) => skill.file));
+    for (const [id, agent] of Object.entries(parsed.data.agents)) {
+      const unknown = agent.skills.find((skill) => !files.has(skill.file));
+      if (unknown) throw new ManifestError(`${label}: agents.${id} lists ${unknown.file}, which is not among the manifest's skills`);
+    }
+    return parsed.data;
+  }
+  const issue = parsed.error.issues[0]!;
+  const path = issue.path.map((segment) => (typeof segment === "number" ? `[${segment}]` : `.${String(segment)}`)).join("").replace(/^\./, "");
+  throw new ManifestError(`${label}: ${path || "(manifest)"}: ${issue.message.replace(/^Invalid input: /, "")}. Is it a skillbake manifest.json? Rebuild it with \`skills build\`.`);
+}
+
+/** A bundle that does not exist: every agent in the other one is new. */
+export const EMPTY_MANIFEST: Manifest = { schemaVersion: SCHEMA_VERSION, agents: {}, skills: [], hashes: { outputs: {} } };
+
+export type Mode = "available" | "inline";
+
+/** Estimated tokens: characters ÷ 4, rounded up. A rule of thumb for English prose, not a tokenizer. */
+export function estimateTokens(characters: number): number {
+  return Math.ceil(characters / 4);
+}
+export const TOKEN_ESTIMATE_LABEL = "≈ tokens (estimate: characters ÷ 4)";
+
+export interface PromptSize {
+  characters: number;
+  /** `estimateTokens(characters)`. */
+  tokens: number;
+}
+
+export interface BudgetState {
+  /** Character limit of the catalogue. */
+  limit: number;
+  /** Characters of the catalogue. */
+  catalogue: number;
+  over: boolean;
+}
+
+export interface AgentDiff {
+  id: string;
+  /** `added` / `removed`: the agent exists on one side only. */
+  status: "added" | "removed" | "changed" | "unchanged";
+  added: { name: string; mode: Mode; file: string }[];
+  removed: { name: string; mode: Mode; file: string }[];
+  moved: { name: string; from: Mode; to: Mode }[];
+  descriptions: { name: string; before: string; after: string }[];
+  /** Hashes are sha256 of the body text. */
+  bodies: { name: string; before: string; after: string; linesAdded: number; linesRemoved: number }[];
+  locations: { name: string; before: string; after: string }[];
+  /** Frontmatter fields (typed or `extra`) added, removed or changed. */
+  fields: { name: string; changed: string[] }[];
+  format?: { before: string; after: string };
+  prompt: { before: PromptSize; after: PromptSize; changed: boolean };
+  budget: { before?: BudgetState; after?: BudgetState };
+}
+
+export interface BundleDiff {
+  changed: boolean;
+  /** Every agent of either side, by id. */
+  agents: AgentDiff[];
+}
+
+/** What changed for each agent between two bundles. */
+export function diffBundles(before: Manifest, after: Manifest): BundleDiff {
+  const ids = [...new Set([...Object.keys(before.agents), ...Object.keys(after.agents)])].sort(compareStrings);
+  const agents = ids.map((id) => diffAgent(id, agentView(before, id), agentView(after, id)));
+  return { changed: agents.some((agent) => agent.status !== "unchanged"), agents };
+}
+
+interface SkillView {
+  name: string;
+  mode: Mode;
+  file: string;
+  description: string;
+  location: string;
+  body: string;
+  fields: Record<string, unknown>;
+}
+
+interface AgentView {
+  format: string;
+  characters: { prompt: number; catalogue: number };
+  budget?: number;
+  promptHash: string;
+  /** By name; a name selected from several sources pairs up in order (`name`, `name#2`, …). */
+  skills: Map<string, SkillView>;
+}
+
+const EMPTY_PROMPT_HASH = sha256("");
+
+function agentView(manifest: Manifest, id: string): AgentView | undefined {
+  const agent = manifest.agents[id];
+  if (!agent) return undefined;
+  const byFile = new Map(manifest.skills.map((skill) => [skill.file, skill]));
+  const skills = new Map<string, SkillView>();
+  for (const entry of agent.skills) {
+    const skill = byFile.get(entry.file)!; // parseManifest checked it is there
+    let key = entry.name;
+    for (let n = 2; skills.has(key); n++) key = `${entry.name}#${n}`;
+    skills.set(key, { ...entry, description: skill.description, location: skill.location, body: skill.body, fields: { ...skill.fields, ...skill.extra } });
+  }
+  return { format: agent.format, characters: agent.characters, budget: agent.budget, promptHash: manifest.hashes.outputs[agent.prompt] ?? EMPTY_PROMPT_HASH, skills };
+}
+
+function diffAgent(id: string, before: AgentView | undefined, after: AgentView | undefined): AgentDiff {
+  const diff: AgentDiff = {
+    id,
+    status: "unchanged",
+    added: [],
+    removed: [],
+    moved: [],
+    descriptions: [],
+    bodies: [],
+    locations: [],
+    fields: [],
+    prompt: {
+      before: promptSize(before),
+      after: promptSize(after),
+      changed: (before?.promptHash ?? EMPTY_PROMPT_HASH) !== (after?.promptHash ?? EMPTY_PROMPT_HASH),
+    },
+    budget: { before: budgetState(before), after: budgetState(after) },
+  };
+  const beforeSkills = before?.skills ?? new Map<string, SkillView>();
+  const afterSkills = after?.skills ?? new Map<string, SkillView>();
+  for (const [key, old] of beforeSkills) {
+    if (!afterSkills.has(key)) diff.removed.push({ name: old.name, mode: old.mode, file: old.file });
+  }
+  for (const [key, now] of afterSkills) {
+    const old = beforeSkills.get(key);
+    if (!old) {
+      diff.added.push({ name: now.name, mode: now.mode, file: now.file });
+      continue;
+    }
+    const name = now.name;
+    if (old.mode !== now.mode) diff.moved.push({ name, from: old.mode, to: now.mode });
+    if (old.description !== now.description) diff.descriptions.push({ name, before: old.description, after: now.description });
+    if (old.body !== now.body) {
+      const { added, removed } = countLineChanges(old.body, now.body);
+      diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed });
+    }
+    if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
+    const changedFields = [...new Set([...Object.keys(old.fields), ...Object.keys(now.fields)])]
+      .filter((field) => field !== "name" && field !== "description" && stableJson(old.fields[field]) !== stableJson(now.fields[field]))
+      .sort(compareStrings);
+    if (changedFields.length > 0) diff.fields.push({ name, changed: changedFields });
+  }
+  for (const list of [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.fields]) {
+    list.sort((a, b) => compareStrings(a.name, b.name));
+  }
+  if (before && after && before.format !== after.format) diff.format = { before: before.format, after: after.format };
+  const budgetChanged = stableJson(diff.budget.before ?? null) !== stableJson(diff.budget.after ?? null);
+  const anyChange =
+    diff.prompt.changed ||
+    budgetChanged ||
+    diff.format !== undefined ||
+    [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.fields].some((list) => list.length > 0);
+  diff.status = !before ? "added" : !after ? "removed" : anyChange ? "changed" : "unchanged";
+  return diff;
+}
+
+function promptSize(agent: AgentView | undefined): PromptSize {
+  const characters = agent?.characters.prompt ?? 0;
+  return { characters, tokens: estimateTokens(characters) };
+}
+
+function budgetState(agent: AgentView | undefined): BudgetState | undefined {
+  if (agent?.budget === undefined) return undefined;
+  return { limit: agent.budget, catalogue: agent.characters.catalogue, over: agent.characters.catalogue > agent.budget };
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
