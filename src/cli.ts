@@ -3,10 +3,13 @@ import { ConfigError } from "./config.js";
 import { OutputError } from "./emit.js";
 import { buildCommand, checkCommand } from "./commands/build.js";
 import { UsageError, write, type Command, type CommandIO } from "./commands/command.js";
+import { diffCommand } from "./commands/diff.js";
+import { initCommand } from "./commands/init.js";
+import { listCommand } from "./commands/list.js";
 import { didYouMean } from "./suggest.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
-const COMMANDS: readonly Command[] = [buildCommand, checkCommand];
+const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));

@@ -8,10 +8,8 @@ export type OutputFormat = "pretty" | "json" | "github";
 export interface Style {
   red(text: string): string;
   yellow(text: string): string;
-  cyan(text: string): string;
   dim(text: string): string;
   bold(text: string): string;
-  underline(text: string): string;
 }
 
 /** Colour only on a TTY; NO_COLOR turns it off, FORCE_COLOR (other than 0) on. */
@@ -19,7 +17,7 @@ export function styleFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): S
   const force = env.FORCE_COLOR;
   const enabled = force !== undefined && force !== "" ? force !== "0" && force !== "false" : !env.NO_COLOR && stream.isTTY === true;
   const wrap = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
-  return { red: wrap(31, 39), yellow: wrap(33, 39), cyan: wrap(36, 39), dim: wrap(2, 22), bold: wrap(1, 22), underline: wrap(4, 24) };
+  return { red: wrap(31, 39), yellow: wrap(33, 39), dim: wrap(2, 22), bold: wrap(1, 22) };
 }
 
 /** The lines of the files that diagnostics point into, keyed by `Diagnostic.file`: what code frames quote. */
@@ -40,14 +38,17 @@ export function formatPretty(diagnostics: readonly Diagnostic[], style: Style, s
   for (const [file, group] of groups) {
     const positions = group.map((diagnostic) => (diagnostic.line ? `${diagnostic.line}:${diagnostic.column ?? 1}` : ""));
     const width = Math.max(...positions.map((position) => position.length));
-    const lines = file ? [style.underline(file)] : [];
+    const lines = file ? [style.bold(file)] : [];
     group.forEach((diagnostic, index) => {
       const severity = diagnostic.severity === "error" ? style.red("error  ") : style.yellow("warning");
       const position = width > 0 ? `${style.dim(positions[index]!.padEnd(width))}  ` : "";
       lines.push(`  ${position}${severity}  ${diagnostic.message}  ${style.dim(`[${diagnostic.code}]`)}`);
-      const sourceLine = diagnostic.line ? sources.get(file)?.[diagnostic.line - 1] : undefined;
+      // Several findings at one spot (name-invalid and name-mismatch, say) share the first one's frame.
+      const previous = group[index - 1];
+      const sameSpot = previous !== undefined && previous.line === diagnostic.line && previous.column === diagnostic.column;
+      const sourceLine = diagnostic.line && !sameSpot ? sources.get(file)?.[diagnostic.line - 1] : undefined;
       if (sourceLine !== undefined) lines.push(...codeFrame(sourceLine, diagnostic.line!, diagnostic.column ?? 1, style));
-      if (diagnostic.hint) lines.push(`    ${style.cyan("hint:")} ${diagnostic.hint}`);
+      if (diagnostic.hint) lines.push(`    ${style.dim("hint:")} ${diagnostic.hint}`);
     });
     blocks.push(lines.join("\n"));
   }

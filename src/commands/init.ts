@@ -46,7 +46,7 @@ export const initCommand: Command = {
   help: `Usage: skills init
 
 Creates, in the current folder:
-  skills.config.ts                 one agent, "assistant", that sees every skill under skills/
+  skills.config.ts                one agent, "assistant", that sees every skill under skills/
   ${SKILL_FILE}    an example skill to copy
 and adds "${SCRIPT_NAME}": "${SCRIPT}" to the scripts of package.json when there is one.
 

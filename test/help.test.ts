@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { closest } from "../src/suggest.js";
+import { runCli, tempDir } from "./helpers.js";
+
+describe("--help", () => {
+  it("lists every command, and every command has help with its options and examples", async () => {
+    const dir = await tempDir();
+    const top = await runCli(["--help"], { cwd: dir });
+    expect(top.code).toBe(0);
+    await expect(top.stdout).toMatchFileSnapshot("__snapshots__/help/skills.txt");
+
+    const names = [...top.stdout.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((match) => match[1]!);
+    expect(names).toEqual(expect.arrayContaining(["init", "build", "check", "list"]));
+    for (const name of names) {
+      const run = await runCli([name, "--help"], { cwd: dir });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(new RegExp(`^Usage: skills ${name}`));
+      expect(run.stdout).toContain("\nExamples:\n");
+      await expect(run.stdout).toMatchFileSnapshot(`__snapshots__/help/${name}.txt`);
+      expect((await runCli(["help", name], { cwd: dir })).stdout).toBe(run.stdout);
+    }
+  });
+});
+
+describe("mistyped commands and flags", () => {
+  it("suggest the closest command, and exit 2", async () => {
+    const dir = await tempDir();
+    const run = await runCli(["lsit"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^skills: unknown command "lsit". Did you mean "list"\?\n\nUsage: skills <command>/);
+  });
+
+  it("suggest the closest flag of that command, and point at its help", async () => {
+    const dir = await tempDir();
+    const run = await runCli(["build", "--max-warning", "3"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe("skills build: unknown option --max-warning. Did you mean --max-warnings?\nRun `skills build --help` for its options and examples.\n");
+  });
+
+  it("suggest nothing for a word that is not a near miss", () => {
+    expect(closest("bild", ["build", "check"])).toBe("build");
+    expect(closest("stirct", ["strict", "format"])).toBe("strict");
+    expect(closest("deploy", ["build", "check", "list", "init"])).toBeUndefined();
+    expect(closest("x", ["init"])).toBeUndefined();
+  });
+});

@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const REVIEW = "Review a diff for bugs and missing tests. Use before merging.";
+const COMMIT = "Write a commit message. Use when committing.";
+
+/** Two agents over two roots: available and inline skills, a hidden one, one users cannot invoke. */
+async function project(): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify({
+      agents: {
+        coding: {
+          skills: [
+            { root: "skills", available: ["*", "!git-commit"], inline: ["git-commit"] },
+            { root: "team-skills" },
+          ],
+        },
+        review: { skills: [{ root: "skills", available: ["code-review"] }], format: "markdown" },
+      },
+    }),
+    "skills/code-review/SKILL.md": skillMd("code-review", REVIEW),
+    "skills/git-commit/SKILL.md": skillMd("git-commit", COMMIT),
+    "skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy to production.\ndisable-model-invocation: true\n---\nSteps.\n",
+    "team-skills/triage/SKILL.md": "---\nname: triage\ndescription: Label new issues.\nuser-invocable: false\n---\nSteps.\n",
+  });
+  return dir;
+}
+
+describe("skills list", () => {
+  it("prints a table per agent: mode, source, description size, flags, catalogue and prompt size", async () => {
+    const dir = await project();
+    const run = await runCli(["list"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    await expect(run.stdout).toMatchFileSnapshot("__snapshots__/list.txt");
+  });
+
+  it("--format json gives the same facts for scripts; --agent narrows to one agent", async () => {
+    const dir = await project();
+    const run = await runCli(["list", "--format", "json", "--agent", "coding"], { cwd: dir });
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout);
+    expect(report.agents.map((agent: { id: string }) => agent.id)).toEqual(["coding"]);
+    expect(report).toMatchObject({ errors: 0, warnings: 0 });
+    const [coding] = report.agents;
+    expect(coding.skills).toEqual([
+      { name: "code-review", mode: "available", source: 0, root: "skills", file: "skills/code-review/SKILL.md", descriptionCharacters: REVIEW.length, hidden: false, userInvocable: true },
+      { name: "deploy", mode: "available", source: 0, root: "skills", file: "skills/deploy/SKILL.md", descriptionCharacters: "Deploy to production.".length, hidden: true, userInvocable: true },
+      { name: "git-commit", mode: "inline", source: 0, root: "skills", file: "skills/git-commit/SKILL.md", descriptionCharacters: COMMIT.length, hidden: false, userInvocable: true },
+      { name: "triage", mode: "available", source: 1, root: "team-skills", file: "team-skills/triage/SKILL.md", descriptionCharacters: "Label new issues.".length, hidden: false, userInvocable: false },
+    ]);
+    // The prompt holds the catalogue and the inline block; the catalogue alone leaves out the hidden skill.
+    expect(coding.catalogueCharacters).toBeGreaterThan(0);
+    expect(coding.promptCharacters).toBeGreaterThan(coding.catalogueCharacters);
+    const build = await runCli(["build", "--format", "json"], { cwd: dir });
+    const built = JSON.parse(build.stdout).agents.find((agent: { id: string }) => agent.id === "coding");
+    expect(built.promptCharacters).toBe(coding.promptCharacters);
+  });
+
+  it("an unknown --agent is a usage error that suggests the closest id", async () => {
+    const dir = await project();
+    const run = await runCli(["list", "--agent", "codng"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('no agent "codng" in skills.config.json (it has coding, review). Did you mean "coding"?');
+  });
+
+  it("lists what is valid and says on stderr that skills with errors were left out", async () => {
+    const dir = await project();
+    await writeTree(dir, { "skills/broken/SKILL.md": "---\nname: broken\n---\n" });
+    const run = await runCli(["list", "--agent", "review"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("code-review");
+    expect(run.stdout).not.toContain("broken");
+    expect(run.stderr).toBe("1 error, 0 warnings (skills with errors are left out); run `skills check` for details.\n");
+  });
+});

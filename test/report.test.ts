@@ -1,0 +1,126 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { main } from "../src/cli.js";
+import type { Diagnostic } from "../src/diagnostics.js";
+import { formatPretty, readSourceLines, styleFor } from "../src/report.js";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const plain = styleFor({ isTTY: false }, {});
+
+/** The mistakes of a first hour: each diagnostic must say where, what, and how to fix it. */
+async function brokenProject(): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify({ agents: { assistant: { skills: [{ root: "skills", available: ["*", "release-*"] }] } } }),
+    "skills/good/SKILL.md": skillMd("good"),
+    // An unquoted ": " inside the description.
+    "skills/changelog/SKILL.md": '---\nname: changelog\ndescription: Draft release notes. Use when asked: "what changed?"\n---\n\nBody.\n',
+    // No description, a name that differs from the folder, and Windows line ends.
+    "skills/pdf/SKILL.md": "---\r\nname: PDF Tools\r\nlicense: MIT\r\n---\r\n\r\nBody.\r\n",
+    // A name that is a number, and a field of the wrong type.
+    "skills/numbers/SKILL.md": "---\nname: 42\ndescription: Numbers.\n---\nBody.\n",
+    "skills/tagged/SKILL.md": "---\nname: tagged\ndescription: Tags.\ntags: 7\n---\nBody.\n",
+    // No frontmatter at all.
+    "skills/notes/SKILL.md": "# Notes\n\nJust text.\n",
+  });
+  return dir;
+}
+
+describe("pretty diagnostics", () => {
+  it("group per file, quote the line with a caret at the column, keep the hint, and end with counts (colour off)", async () => {
+    const dir = await brokenProject();
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    await expect(run.stderr).toMatchFileSnapshot("__snapshots__/check-errors.txt");
+  });
+
+  it("frame a line with tabs and a long line so the caret stays under the column", () => {
+    const diagnostics: Diagnostic[] = [
+      { code: "yaml-invalid", severity: "error", message: "tab", file: "a/SKILL.md", line: 1, column: 3 },
+      { code: "description-too-long", severity: "warn", message: "long", file: "b/SKILL.md", line: 2, column: 200 },
+    ];
+    const long = `description: ${"x".repeat(186)}Y${"z".repeat(200)}`;
+    const text = formatPretty(diagnostics, plain, new Map([["a/SKILL.md", ["\t\tkey: value"]], ["b/SKILL.md", ["---", long]]]));
+    const lines = text.split("\n");
+    // Tabs are copied into the caret line, so the caret lands under the third character however tabs expand.
+    expect(lines[2]).toBe("    1 | \t\tkey: value");
+    expect(lines[3]).toBe("      | \t\t^");
+    // A long line is cut around the column, marked with "…" on both sides, the caret under the character.
+    const frame = lines.find((line) => line.startsWith("    2 | "))!;
+    const caret = lines[lines.indexOf(frame) + 1]!;
+    expect(frame.startsWith("    2 | …")).toBe(true);
+    expect(frame.endsWith("…")).toBe(true);
+    expect(frame.length).toBeLessThan(140);
+    expect(frame[caret.indexOf("^")]).toBe("Y");
+  });
+
+  it("quote files as the parser read them: BOM removed, CR and CRLF as line breaks; nothing for unreadable or non-UTF-8 files", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "bom/SKILL.md": "\ufeff---\rname: x\r\n---\n",
+      "latin1/SKILL.md": new Uint8Array([0x2d, 0x2d, 0x2d, 0x0a, 0xe9, 0x0a]),
+    });
+    const at = (file: string): Diagnostic => ({ code: "yaml-invalid", severity: "error", message: "m", file, line: 2, column: 1 });
+    const sources = await readSourceLines([at("bom/SKILL.md"), at("latin1/SKILL.md"), at("missing/SKILL.md")], dir);
+    expect(sources.get("bom/SKILL.md")).toEqual(["---", "name: x", "---", ""]);
+    expect([...sources.keys()]).toEqual(["bom/SKILL.md"]);
+  });
+});
+
+describe("--max-warnings", () => {
+  it("exits 1 only when the warnings exceed N, and says so; build then writes nothing", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/one/SKILL.md": skillMd("other-one"),
+      "skills/two/SKILL.md": skillMd("other-two"),
+    });
+    expect((await runCli(["check", "--max-warnings", "2"], { cwd: dir })).code).toBe(0);
+    const over = await runCli(["check", "--max-warnings", "1"], { cwd: dir });
+    expect(over.code).toBe(1);
+    expect(over.stderr).toContain("0 errors, 2 warnings (--max-warnings allows 1); check failed (1 agent, 2 skills)");
+    const build = await runCli(["build", "--max-warnings", "0"], { cwd: dir });
+    expect(build.code).toBe(1);
+    expect(build.stderr).toContain("nothing written");
+    const bad = await runCli(["check", "--max-warnings", "two"], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--max-warnings takes a whole number");
+  });
+});
+
+describe("progress", () => {
+  /** A stream that records what is written, claiming to be a terminal or not. */
+  function stream(isTTY: boolean) {
+    const chunks: string[] = [];
+    const writable = new Writable({
+      write(chunk, _encoding, callback) {
+        chunks.push(String(chunk));
+        callback();
+      },
+    });
+    return Object.assign(writable, { isTTY, text: () => chunks.join("") });
+  }
+
+  it("is shown on a terminal for runs over 1,000 skills, cleared before the report, and never in a pipe", async () => {
+    const dir = await tempDir();
+    const tree: Record<string, string> = { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }) };
+    for (let i = 0; i < 1001; i++) tree[`skills/s${i}/SKILL.md`] = skillMd(`s${i}`);
+    await writeTree(dir, tree);
+
+    const terminal = stream(true);
+    expect(await main(["check"], { stdout: stream(true), stderr: terminal, env: { NO_COLOR: "1" }, cwd: dir })).toBe(0);
+    expect(terminal.text()).toContain("\r\u001b[Kchecking skills: 1001/1001 (100%)");
+    expect(terminal.text()).toMatch(/\r\u001b\[KChecked 1 agent, 1001 skills; 0 errors, 0 warnings\n$/);
+
+    const pipe = stream(false);
+    await main(["check"], { stdout: stream(false), stderr: pipe, env: {}, cwd: dir });
+    expect(pipe.text()).toBe("Checked 1 agent, 1001 skills; 0 errors, 0 warnings\n");
+
+    const small = await tempDir();
+    await writeTree(small, { "skills.config.json": tree["skills.config.json"]!, "skills/one/SKILL.md": skillMd("one") });
+    const quiet = stream(true);
+    await main(["check"], { stdout: stream(true), stderr: quiet, env: { NO_COLOR: "1" }, cwd: small });
+    expect(quiet.text()).toBe("Checked 1 agent, 1 skill; 0 errors, 0 warnings\n");
+  });
+});
