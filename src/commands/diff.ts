@@ -38,7 +38,9 @@ Examples:
     let before: Manifest | undefined;
     let after: Manifest | undefined;
     try {
-      [before, after] = await Promise.all([loadManifest(resolve(io.cwd, beforePath), beforePath), loadManifest(resolve(io.cwd, afterPath), afterPath)]);
+      // One after the other, so a problem with BEFORE is always the one reported.
+      before = await loadManifest(resolve(io.cwd, beforePath), beforePath);
+      after = await loadManifest(resolve(io.cwd, afterPath), afterPath);
     } catch (error) {
       if (!(error instanceof ManifestError)) throw error;
       write(io.stderr, `skills diff: ${error.message}`);

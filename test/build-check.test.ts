@@ -1,0 +1,128 @@
+import { readdir, readFile, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const CONFIG = `import { defineConfig } from "skillbake";
+export default defineConfig({
+  location: "relative",
+  agents: { coding: { skills: [{ root: "skills", available: ["*", "!gamma"], inline: ["gamma"] }] } },
+});
+`;
+
+async function builtProject(): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.ts": CONFIG,
+    "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks.", "# Beta\n\nStep one."),
+    "skills/gamma/SKILL.md": skillMd("gamma", "Explains gamma.", "# Gamma\n\nAlways inline."),
+  });
+  const run = await runCli(["build"], { cwd: dir });
+  expect(run.code, run.stderr).toBe(0);
+  return dir;
+}
+
+/** Every path under `dir` with its size, mode and modification time: what a write would change. */
+async function snapshot(dir: string): Promise<string[]> {
+  const entries: string[] = [];
+  for (const name of (await readdir(dir, { recursive: true })).sort()) {
+    const info = await stat(join(dir, name));
+    entries.push(`${name} ${info.size} ${info.mode} ${info.mtimeMs} ${info.isFile() ? await readFile(join(dir, name), "utf8") : ""}`);
+  }
+  return entries;
+}
+
+describe("skills build --check", () => {
+  it("exits 0 on a fresh bundle and writes nothing", async () => {
+    const dir = await builtProject();
+    const before = await snapshot(dir);
+    const run = await runCli(["build", "--check"], { cwd: dir });
+    expect(run).toMatchObject({ code: 0, stdout: "" });
+    expect(run.stderr.trim()).toBe("Bundle is up to date (1 agent, 3 skills); 0 errors, 0 warnings");
+    expect(await snapshot(dir)).toEqual(before);
+  });
+
+  const edits: [string, Record<string, string>][] = [
+    ["editing a description", { "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha and omega reports.") }],
+    ["editing the body of an available skill (the prompt is unchanged)", { "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks.", "# Beta\n\nStep one.\nStep two.") }],
+    ["editing an inline body", { "skills/gamma/SKILL.md": skillMd("gamma", "Explains gamma.", "# Gamma\n\nAlways inline, always.") }],
+    ["adding a skill", { "skills/delta/SKILL.md": skillMd("delta") }],
+    ["editing the config", { "skills.config.ts": CONFIG.replace('"relative"', '{ base: "/srv/app" }') }],
+    ["adding a frontmatter field outside the prompt", { "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports.").replace("---\n\n", "license: MIT\n---\n\n") }],
+  ];
+  for (const [what, tree] of edits) {
+    it(`exits 1 after ${what}, and writes nothing`, async () => {
+      const dir = await builtProject();
+      await writeTree(dir, tree);
+      const before = await snapshot(dir);
+      const run = await runCli(["build", "--check"], { cwd: dir });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("dist/skills is out of date:");
+      expect(run.stderr).toContain("  changed  manifest.json");
+      expect(run.stderr.trim().split("\n").at(-1)).toBe("Run `skills build` to update it.");
+      expect(await snapshot(dir)).toEqual(before);
+    });
+  }
+
+  it("exits 1 after deleting a skill", async () => {
+    const dir = await builtProject();
+    await rm(join(dir, "skills/beta"), { recursive: true });
+    const run = await runCli(["build", "--check"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("  changed  prompts/coding.txt");
+  });
+
+  it("lists changed, missing and extra files, diffs the first changed prompt and repeats --config and --out in the fix", async () => {
+    const dir = await builtProject();
+    expect((await runCli(["build", "--out", "out dir"], { cwd: dir })).code).toBe(0);
+    await writeTree(dir, {
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha and omega reports."),
+      "out dir/prompts/retired.txt": "an agent that no longer exists",
+    });
+    await rm(join(dir, "out dir/manifest.json"));
+    const run = await runCli(["build", "--check", "--config", "skills.config.ts", "--out", "out dir"], { cwd: dir });
+    expect(run.code).toBe(1);
+    const [listing, diff, fix] = run.stderr.split("\n\n") as [string, string, string];
+    // The bundle's other files (the runtime module) change with the description too; these are the ones staged here.
+    expect(listing.split("\n").slice(0, 2)).toEqual(["Checked 1 agent, 3 skills; 0 errors, 0 warnings", expect.stringMatching(/^out dir is out of date: \d+ files differ from a fresh build\.$/)]);
+    expect(listing.split("\n")).toEqual(
+      expect.arrayContaining([
+        "  missing  manifest.json",
+        "  changed  prompts/coding.txt",
+        "  extra    prompts/retired.txt (not in the new bundle; a build removes it)",
+      ]),
+    );
+    expect(diff.split("\n")).toEqual([
+      "--- prompts/coding.txt (on disk)",
+      "+++ prompts/coding.txt (fresh build)",
+      "@@ -5,7 +5,7 @@",
+      " <available_skills>",
+      "   <skill>",
+      "     <name>alpha</name>",
+      "-    <description>Drafts alpha reports.</description>",
+      "+    <description>Drafts alpha and omega reports.</description>",
+      "     <location>skills/alpha/SKILL.md</location>",
+      "   </skill>",
+      "   <skill>",
+    ]);
+    expect(fix).toBe("Run `skills build --config skills.config.ts --out 'out dir'` to update it.\n");
+  });
+
+  it("reports the stale files and the diff in --format json", async () => {
+    const dir = await builtProject();
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha and omega reports.") });
+    const run = await runCli(["build", "--check", "--format", "json"], { cwd: dir });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report).toMatchObject({ command: "build", ok: false, written: false, outDir: "dist/skills" });
+    expect(report.stale).toEqual(
+      expect.arrayContaining([
+        { path: "manifest.json", state: "changed" },
+        { path: "prompts/coding.txt", state: "changed" },
+      ]),
+    );
+    expect(report.stale.every((file: { state: string }) => file.state === "changed")).toBe(true);
+    expect(report.staleDiff).toContain("-    <description>Drafts alpha reports.</description>\n+    <description>Drafts alpha and omega reports.</description>");
+  });
+});

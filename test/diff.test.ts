@@ -1,0 +1,233 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { countLineChanges, diffBundles, diffLines, EMPTY_MANIFEST, estimateTokens, parseManifest, unifiedDiff, type Manifest } from "../src/diff.js";
+import { formatDiffMarkdown, formatDiffPretty } from "../src/diff-format.js";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const plain = { red: (t: string) => t, yellow: (t: string) => t, dim: (t: string) => t, bold: (t: string) => t };
+
+/** Length of a longest common subsequence, by the textbook recurrence: the oracle for diffLines. */
+function lcsLength(a: readonly string[], b: readonly string[]): number {
+  const row = new Array<number>(b.length + 1).fill(0);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = 0;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!;
+      row[j] = a[i - 1] === b[j - 1] ? diagonal + 1 : Math.max(row[j]!, row[j - 1]!);
+      diagonal = above;
+    }
+  }
+  return row[b.length]!;
+}
+
+describe("diffLines", () => {
+  const lines = fc.array(fc.constantFrom("a", "b", "c", "d", ""), { maxLength: 12 });
+
+  it("rebuilds both sides and keeps a longest common subsequence", () => {
+    fc.assert(
+      fc.property(lines, lines, (before, after) => {
+        const edits = diffLines(before, after);
+        expect(edits.filter((edit) => edit.op !== "insert").map((edit) => edit.line)).toEqual(before);
+        expect(edits.filter((edit) => edit.op !== "delete").map((edit) => edit.line)).toEqual(after);
+        expect(edits.filter((edit) => edit.op === "equal").length).toBe(lcsLength(before, after));
+      }),
+    );
+  });
+
+  it("still gives a correct diff past the alignment limit, replacing the changed middle whole", () => {
+    const before = Array.from({ length: 3000 }, (_, i) => `line ${i}`);
+    const after = before.map((line, i) => (i % 2 === 0 ? `${line} changed` : line));
+    const edits = diffLines(before, after);
+    expect(edits.filter((edit) => edit.op !== "insert").map((edit) => edit.line)).toEqual(before);
+    expect(edits.filter((edit) => edit.op !== "delete").map((edit) => edit.line)).toEqual(after);
+  });
+
+  it("counts lines added and removed", () => {
+    expect(countLineChanges("a\nb\nc", "a\nB\nc\nd")).toEqual({ added: 2, removed: 1 });
+    expect(countLineChanges("", "one")).toEqual({ added: 1, removed: 0 });
+    expect(countLineChanges("same", "same")).toEqual({ added: 0, removed: 0 });
+  });
+});
+
+describe("unifiedDiff", () => {
+  const before = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"].join("\n");
+
+  it("prints hunks with three lines of context, as diff -u does", () => {
+    const after = before.replace("2\n", "two\n").replace("11\n", "");
+    expect(unifiedDiff(before, after, { beforeLabel: "a.txt", afterLabel: "b.txt" })).toBe(
+      ["--- a.txt", "+++ b.txt", "@@ -1,5 +1,5 @@", " 1", "-2", "+two", " 3", " 4", " 5", "@@ -8,5 +8,4 @@", " 8", " 9", " 10", "-11", " 12"].join("\n"),
+    );
+  });
+
+  it("merges changes whose context overlaps, numbers an empty side from the line before it, and is empty for equal texts", () => {
+    expect(unifiedDiff("a\nb", "a\nb", { beforeLabel: "x", afterLabel: "y" })).toBe("");
+    expect(unifiedDiff("", "new", { beforeLabel: "x", afterLabel: "y", context: 0 })).toBe("--- x\n+++ y\n@@ -0,0 +1,1 @@\n+new");
+    const after = before.replace("4\n", "four\n").replace("8\n", "eight\n");
+    expect(unifiedDiff(before, after, { beforeLabel: "x", afterLabel: "y" }).split("\n").filter((line) => line.startsWith("@@"))).toEqual(["@@ -1,11 +1,11 @@"]);
+  });
+
+  it("cuts a long diff after maxLines and says how much it left out", () => {
+    const after = before.split("\n").map((line) => `${line}!`).join("\n");
+    const text = unifiedDiff(before, after, { beforeLabel: "x", afterLabel: "y", maxLines: 5 }).split("\n");
+    expect(text).toEqual(["--- x", "+++ y", "@@ -1,12 +1,12 @@", "-1", "-2", "… 22 more lines of diff"]);
+  });
+});
+
+/** A manifest as bundle.ts writes it, built from a compact description of each agent. */
+function manifest(agents: Record<string, { skills: [name: string, mode: "available" | "inline", description?: string][]; budget?: number; catalogue?: number; prompt?: number }>): Manifest {
+  const skills = new Map<string, object>();
+  const entries: Record<string, object> = {};
+  for (const [id, agent] of Object.entries(agents)) {
+    entries[id] = {
+      format: "pi",
+      prompt: `prompts/${id}.txt`,
+      characters: { prompt: agent.prompt ?? 1000, catalogue: agent.catalogue ?? 800 },
+      ...(agent.budget === undefined ? {} : { budget: agent.budget }),
+      skills: agent.skills.map(([name, mode]) => ({ name, mode, source: 0, file: `skills/${name}/SKILL.md` })),
+    };
+    for (const [name, , description = `Does ${name}.`] of agent.skills) {
+      const file = `skills/${name}/SKILL.md`;
+      skills.set(file, { name, description, file, location: file, baseDir: `skills/${name}`, hash: "0".repeat(64), fields: { name, description }, extra: {}, body: `# ${name}` });
+    }
+  }
+  const outputs = Object.fromEntries(Object.entries(agents).map(([id, agent]) => [`prompts/${id}.txt`, `hash-of-${agent.prompt ?? 1000}`]));
+  return parseManifest({ schemaVersion: 1, generator: "skillbake", agents: entries, skills: [...skills.values()], diagnostics: [], hashes: { inputs: "x", outputs } }, "test");
+}
+
+describe("diffBundles", () => {
+  it("reads a budget as the catalogue's character limit and shows its state before → after", () => {
+    const before = manifest({ coding: { skills: [["a", "available"]], budget: 1000, catalogue: 800, prompt: 900 } });
+    const after = manifest({ coding: { skills: [["a", "available"], ["b", "available"]], budget: 1000, catalogue: 1200, prompt: 1300 } });
+    const diff = diffBundles(before, after);
+    expect(diff.agents[0]!.budget).toEqual({ before: { limit: 1000, catalogue: 800, over: false }, after: { limit: 1000, catalogue: 1200, over: true } });
+    expect(formatDiffPretty(diff, { before: "a", after: "b" }, plain)).toContain("  budget (catalogue characters): 800 / 1,000 (80%) → 1,200 / 1,000 (120%) over budget");
+    expect(formatDiffMarkdown(diff)).toContain("| `coding` | 1 added | 900 → 1,300 (+400) | 225 → 325 (+100) | 800 / 1,000 (80%) → 1,200 / 1,000 (120%) over budget |");
+  });
+
+  it("shows no budget line where neither side sets one", () => {
+    const diff = diffBundles(EMPTY_MANIFEST, manifest({ chat: { skills: [["a", "inline"]] } }));
+    expect(formatDiffPretty(diff, { before: "a", after: "b" }, plain)).not.toContain("budget");
+    expect(diff.agents[0]).toMatchObject({ id: "chat", status: "added", added: [{ name: "a", mode: "inline", file: "skills/a/SKILL.md" }] });
+  });
+
+  it("pairs a name selected from two sources in order, and reports a prompt change nothing else explains", () => {
+    const before = manifest({ coding: { skills: [["a", "available"]], prompt: 100 } });
+    const after = manifest({ coding: { skills: [["a", "available"]], prompt: 101 } });
+    const diff = diffBundles(before, after);
+    expect(diff.changed).toBe(true);
+    expect(formatDiffPretty(diff, { before: "a", after: "b" }, plain).split("\n")).toContain("  ~ Changed the prompt text");
+  });
+
+  it("estimates tokens as characters ÷ 4, rounded up", () => {
+    expect([0, 1, 4, 5, 1001].map(estimateTokens)).toEqual([0, 1, 1, 2, 251]);
+  });
+
+  it("collapses a long description change in <details> and fences text holding backticks", () => {
+    const long = "x".repeat(500);
+    const before = manifest({ coding: { skills: [["a", "available", "Uses ``` fences."], ["b", "available", "short"]] } });
+    const after = manifest({ coding: { skills: [["a", "available", "Uses ```` fences."], ["b", "available", long]] } });
+    const markdown = formatDiffMarkdown(diffBundles(before, after));
+    expect(markdown).toContain("- Changed the description of `a`:\n\n  `````diff\n  - Uses ``` fences.\n  + Uses ```` fences.\n  `````\n");
+    expect(markdown).toContain(`- Changed the description of \`b\`:\n\n  <details><summary>old → new</summary>\n\n  \`\`\`diff\n  - short\n  + ${long}\n  \`\`\`\n\n  </details>`);
+  });
+
+  it("rejects a manifest it cannot read, naming the field", () => {
+    expect(() => parseManifest({ schemaVersion: 1, agents: {}, skills: [] }, "old/manifest.json")).toThrow("old/manifest.json: hashes: expected object, received undefined");
+    expect(() => parseManifest({ schemaVersion: 2 }, "m.json")).toThrow("m.json: schemaVersion: skills diff reads manifests of schemaVersion 1");
+  });
+});
+
+describe("skills diff", () => {
+  const config = (inline: string[]) => ({
+    location: "relative",
+    agents: {
+      coding: { skills: [{ root: "skills", available: ["*"], inline }] },
+      chat: { skills: [{ root: "skills", available: ["gamma"] }] },
+    },
+  });
+
+  /** Builds a catalogue into `before`, then edits one description, one body, moves one skill inline and adds one, into `after`. */
+  async function beforeAndAfter(): Promise<string> {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify(config([])),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports. Use when asked for an alpha report."),
+      "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks.", "# Beta\n\n1. Check one.\n2. Check two.\n3. Check three."),
+      "skills/gamma/SKILL.md": skillMd("gamma", "Explains gamma."),
+    });
+    expect((await runCli(["build", "--out", "before"], { cwd: dir })).code).toBe(0);
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify(config(["beta"])),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha and omega reports. Use when asked for a report."),
+      "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks.", "# Beta\n\n1. Check one.\n2. Check 2 twice.\n3. Check three.\n4. Report."),
+      "skills/delta/SKILL.md": skillMd("delta", "Handles delta & <tags>."),
+    });
+    expect((await runCli(["build", "--out", "after"], { cwd: dir })).code).toBe(0);
+    return dir;
+  }
+
+  it("reports every change per agent in pretty, markdown and json", async () => {
+    const dir = await beforeAndAfter();
+    const pretty = await runCli(["diff", "before", "after"], { cwd: dir });
+    const markdown = await runCli(["diff", "before", "after", "--format", "markdown"], { cwd: dir });
+    const json = await runCli(["diff", "before/manifest.json", "after", "--format", "json"], { cwd: dir });
+    for (const run of [pretty, markdown, json]) expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
+
+    const coding = pretty.stdout.split("\n\n").find((section) => section.startsWith("coding:"))!.split("\n");
+    expect(coding.slice(0, 7)).toEqual([
+      "coding: changed",
+      "  + Added delta (available)",
+      "  ~ Moved beta from available to inline",
+      "  ~ Changed the description of alpha:",
+      "      - Drafts alpha reports. Use when asked for an alpha report.",
+      "      + Drafts alpha and omega reports. Use when asked for a report.",
+      expect.stringMatching(/^ {2}~ Changed the body of beta: \+2 -1 lines \(sha256 [0-9a-f]{8} → [0-9a-f]{8}\)$/),
+    ]);
+    expect(pretty.stdout).toContain("chat: unchanged\n");
+    await expect(pretty.stdout).toMatchFileSnapshot("__snapshots__/diff.pretty.txt");
+    await expect(markdown.stdout).toMatchFileSnapshot("__snapshots__/diff.markdown.md");
+    await expect(json.stdout).toMatchFileSnapshot("__snapshots__/diff.json");
+
+    const report = JSON.parse(json.stdout);
+    const before = JSON.parse(await readFile(join(dir, "before/manifest.json"), "utf8"));
+    const after = JSON.parse(await readFile(join(dir, "after/manifest.json"), "utf8"));
+    expect(report.agents.find((agent: { id: string }) => agent.id === "coding").prompt).toEqual({
+      before: { characters: before.agents.coding.characters.prompt, tokens: Math.ceil(before.agents.coding.characters.prompt / 4) },
+      after: { characters: after.agents.coding.characters.prompt, tokens: Math.ceil(after.agents.coding.characters.prompt / 4) },
+      changed: true,
+    });
+    const prompt = await readFile(join(dir, "after/prompts/coding.txt"), "utf8");
+    expect(after.agents.coding.characters.prompt).toBe(prompt.length);
+  });
+
+  it("--exit-code exits 1 on a change and 0 without; a missing side is an empty bundle", async () => {
+    const dir = await beforeAndAfter();
+    expect((await runCli(["diff", "before", "after", "--exit-code"], { cwd: dir })).code).toBe(1);
+    expect((await runCli(["diff", "after", "after/manifest.json", "--exit-code"], { cwd: dir })).code).toBe(0);
+    const fresh = await runCli(["diff", "no-such-bundle", "after", "--format", "json"], { cwd: dir });
+    expect(fresh.code).toBe(0);
+    expect(JSON.parse(fresh.stdout).agents.map((agent: { id: string; status: string }) => [agent.id, agent.status])).toEqual([
+      ["chat", "added"],
+      ["coding", "added"],
+    ]);
+  });
+
+  it("exits 2 with a clear message for a folder that is not a bundle, bad JSON, or two missing sides", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "dist/readme.txt": "not a bundle", "bad.json": "{" });
+    const folder = await runCli(["diff", "dist", "dist"], { cwd: dir });
+    expect(folder).toMatchObject({ code: 2, stdout: "" });
+    expect(folder.stderr.trim()).toBe("skills diff: dist is a folder without a manifest.json; give a bundle folder (an outDir) or a manifest.json");
+    const bad = await runCli(["diff", "bad.json", "dist"], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^skills diff: bad\.json: not valid JSON/);
+    await writeFile(join(dir, "other.json"), JSON.stringify({ schemaVersion: 1 }));
+    expect((await runCli(["diff", "other.json", "missing"], { cwd: dir })).stderr).toContain("other.json: agents: expected record");
+    const neither = await runCli(["diff", "a", "b"], { cwd: dir });
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toContain("neither a nor b exists");
+    expect((await runCli(["diff", "a"], { cwd: dir })).code).toBe(2);
+  });
+});
