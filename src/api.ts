@@ -17,6 +17,8 @@ export interface CheckOptions {
   maxWarnings?: number;
   /** Progress of reading and checking SKILL.md files. */
   onProgress?: CompileOptions["onProgress"];
+  /** Overrides the config's `outDir`; relative to `cwd`. Staged locations (`stage: true`) point into it. */
+  outDir?: string;
 }
 
 export interface CheckResult extends Compilation {
@@ -27,8 +29,6 @@ export interface CheckResult extends Compilation {
 }
 
 export interface BuildOptions extends CheckOptions {
-  /** Overrides the config's `outDir`; relative to `cwd`. */
-  outDir?: string;
   /** Compare with the bundle on disk instead of writing. */
   check?: boolean;
 }
@@ -54,7 +54,10 @@ export interface BuildResult extends CheckResult {
 /** Everything `build` does except writing. */
 export async function check(options: CheckOptions = {}): Promise<CheckResult> {
   const cwd = options.cwd ?? process.cwd();
-  const compilation = await compile(await loadConfig(options.config, cwd), { onProgress: options.onProgress });
+  const compilation = await compile(await loadConfig(options.config, cwd), {
+    onProgress: options.onProgress,
+    ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
+  });
   const { errors, warnings } = countBySeverity(compilation.diagnostics);
   const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
   return { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings };
@@ -63,7 +66,7 @@ export async function check(options: CheckOptions = {}): Promise<CheckResult> {
 /** Compiles and, when nothing failed, swaps the new bundle into `outDir`. */
 export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   const result = await check(options);
-  const outDir = options.outDir ? resolve(options.cwd ?? process.cwd(), options.outDir) : resolve(result.config.dir, result.config.config.outDir);
+  const { outDir } = result;
   if (!result.ok) return { ...result, outDir, written: false, stale: [] };
   const files = bundleFiles(result);
   if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files)) };

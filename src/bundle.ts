@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Compilation } from "./compile.js";
 import { compareStrings } from "./diagnostics.js";
-import { renderPrompt } from "./render.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";
@@ -20,7 +19,7 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
       format: agent.format,
       prompt: `prompts/${agent.id}.txt`,
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
-      characters: { prompt: agent.prompt.length, catalogue: catalogueLength(agent) },
+      characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file })),
     };
     for (const skill of agent.skills) {
@@ -71,12 +70,6 @@ function outputHashes(files: ReadonlyMap<string, string>): Record<string, string
 
 function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
-}
-
-/** Length of the agent's catalogue of available skills: its prompt without the inline blocks. */
-function catalogueLength(agent: Compilation["agents"][number]): number {
-  const available = agent.skills.filter((skill) => skill.mode === "available");
-  return renderPrompt(agent.format, available.map((skill) => ({ ...skill, hidden: skill.fields["disable-model-invocation"] === true }))).length;
 }
 
 /** JSON with object keys sorted at every depth, two-space indented, LF and a final newline. */

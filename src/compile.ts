@@ -1,13 +1,17 @@
 import { createHash } from "node:crypto";
-import { basename, dirname } from "node:path";
-import { resolveRoot, type LoadedConfig } from "./config.js";
+import { readFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import picomatch from "picomatch";
+import { glob } from "tinyglobby";
+import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
-import { discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
-import type { SkillFields } from "./model.js";
+import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
+import { NAME_PATTERN, type SkillFields } from "./model.js";
 import { parseSkillFile } from "./parse.js";
-import { locate, renderPrompt, type FormatName } from "./render.js";
-import { selectAgent, type Mode, type RootSkill } from "./select.js";
-import { validateSkill } from "./validate.js";
+import { locate, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
+import { hashFile, type SkillFile } from "./resources.js";
+import { selectAgent, type Mode, type RootSkill, type SelectedSkill } from "./select.js";
+import { suggestName, validateSkill } from "./validate.js";
 
 /** One skill as one agent sees it. */
 export interface AgentSkill {
@@ -25,17 +29,33 @@ export interface AgentSkill {
   /** sha256 of the SKILL.md bytes. */
   hash: string;
   body: string;
+  /** The skill folder's files, SKILL.md included, in path order. */
+  files: SkillFile[];
+  /** Absolute path of the skill folder as discovered: what `stage` copies. */
+  sourceDir: string;
+  /** With `stage`: the copy's folder inside the bundle, `skills/<name>`. */
+  staged?: string;
 }
 
 export interface CompiledAgent {
   id: string;
-  format: FormatName;
+  description?: string;
+  /** `function` for a format function of the config. */
+  format: FormatName | "function";
   skills: AgentSkill[];
+  /** The agent's `context` files (relative to the config folder, in path order) and their joined text. */
+  context: { files: { file: string; hash: string }[]; text: string };
   prompt: string;
+  /** Characters of the catalogue of available skills: what `budget` limits. */
+  catalogueCharacters: number;
+  /** The agent's budget and the skills it dropped, in prompt order. */
+  budget?: { limit: number; dropped: { name: string; file: string }[] };
 }
 
 export interface Compilation {
   config: LoadedConfig;
+  /** Absolute folder the bundle is for; staged locations point into it. */
+  outDir: string;
   agents: CompiledAgent[];
   diagnostics: Diagnostic[];
 }
@@ -46,6 +66,8 @@ const READ_CONCURRENCY = 64;
 export interface CompileOptions {
   /** Called as SKILL.md files are read and checked, so a front end can show progress on long runs. */
   onProgress?: (progress: { done: number; total: number }) => void;
+  /** Absolute outDir, when not the config's (`--out`). */
+  outDir?: string;
 }
 
 /** config → discover → parse → validate → select → render, in memory. */
@@ -69,7 +91,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     findings.push(...listing.findings);
     for (const skill of listing.skills) if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
   }
-  const validByFile = new Map<string, Omit<RootSkill, "dir">>();
+  const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const checkFile = async ({ file, folder }: { file: string; folder: string }) => {
     const displayFile = display(file);
     const bytes = await readSkillBytes(file);
@@ -78,7 +100,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       return;
     }
     const parsed = parseSkillFile(displayFile, bytes, config.yaml === "recover");
-    const { content, findings: skillFindings } = validateSkill(displayFile, folder, parsed);
+    const { content, findings: skillFindings } = validateSkill(displayFile, folder, parsed, { descriptionFallback: config.descriptionFallback });
     findings.push(...skillFindings);
     if (content) validByFile.set(file, { ...content, file, displayFile, hash: createHash("sha256").update(bytes).digest("hex") });
   };
@@ -92,37 +114,218 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const skills: RootSkill[] = [];
     for (const found of listing.skills) {
       const valid = validByFile.get(found.file);
-      if (valid) skills.push({ ...valid, dir: found.dir });
+      if (valid) skills.push({ ...valid, dir: found.dir, files: found.files });
     }
     validByRoot.set(listing.root, skills);
   }
 
   const configFile = display(loaded.file);
-  const agents: CompiledAgent[] = Object.entries(config.agents).map(([id, agent]) => {
+  const outDir = options.outDir ?? resolve(configDir, config.outDir);
+  const selections = Object.entries(config.agents).map(([id, agent]) => {
     const sources = agent.skills.map((source) => ({ config: source, skills: validByRoot.get(resolveRoot(source.root, configDir)) ?? [] }));
-    const selection = selectAgent(id, sources, configFile);
+    const selection = selectAgent(id, sources, configFile, agent);
     findings.push(...selection.findings);
-    const skills: AgentSkill[] = selection.selected.map(({ skill, mode, source }) => ({
-      name: skill.name,
-      description: skill.description,
-      ...locate(skill.file, skill.displayFile, config.location),
-      mode,
-      source,
-      file: skill.displayFile,
-      fields: skill.fields,
-      extra: skill.extra,
-      hash: skill.hash,
-      body: skill.body,
-    }));
+    return { id, agent, selected: selection.selected };
+  });
+  const stagedDirs = config.stage ? stagingFolders(selections.flatMap(({ selected }) => selected)) : undefined;
+  const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
+
+  const agents: CompiledAgent[] = selections.map(({ id, agent, selected }, index) => {
+    const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
+      const staged = stagedDirs?.get(skill.file);
+      const stagedFile = staged && join(outDir, staged, "SKILL.md");
+      return {
+        name: skill.name,
+        description: skill.description,
+        ...(stagedFile ? locate(stagedFile, display(stagedFile), config.location, `${staged}/SKILL.md`) : locate(skill.file, skill.displayFile, config.location)),
+        mode,
+        source,
+        file: skill.displayFile,
+        fields: skill.fields,
+        extra: skill.extra,
+        hash: skill.hash,
+        body: skill.body,
+        files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
+        sourceDir: dirname(skill.file),
+        ...(staged ? { staged } : {}),
+      };
+    });
+    const context = contexts[index]!;
     const format = agent.format ?? config.format;
-    const prompt = renderPrompt(
-      format,
-      skills.map((skill) => ({ ...skill, hidden: skill.fields["disable-model-invocation"] === true })),
-    );
-    return { id, format, skills, prompt };
+    const render: (skills: readonly AgentSkill[], context: string) => string =
+      typeof format === "string"
+        ? (skills, text) => renderPrompt(format, skills.map((skill) => ({ ...skill, hidden: isHidden(skill) })), text)
+        : (skills, text) => callFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }), context: text, skills: skills.map((skill) => formatSkill(skill)) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
+    const catalogueOf = (skills: readonly AgentSkill[]) => render(skills.filter((skill) => skill.mode === "available"), "").length;
+
+    let skills = all;
+    let budget: CompiledAgent["budget"];
+    if (agent.budget !== undefined) {
+      const { kept, dropped, before, after } = applyBudget(all, agent.budget, catalogueOf);
+      skills = kept;
+      budget = { limit: agent.budget, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
+      if (dropped.length > 0) {
+        findings.push({
+          code: "budget-exceeded",
+          file: configFile,
+          message:
+            `agent "${id}": the catalogue takes ${before} characters, over its budget of ${agent.budget}; ` +
+            `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order, leaving ${after}: ` +
+            dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
+          hint: "Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
+        });
+      }
+    }
+    return {
+      id,
+      ...(agent.description === undefined ? {} : { description: agent.description }),
+      format: typeof format === "string" ? format : "function",
+      skills,
+      context,
+      prompt: render(skills, context.text),
+      catalogueCharacters: catalogueOf(skills),
+      ...(budget ? { budget } : {}),
+    };
   });
 
-  return { config: loaded, agents, diagnostics: resolveFindings(findings, config.rules) };
+  await hashSkillFiles(agents, display, findings);
+  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules) };
+}
+
+function isHidden(skill: AgentSkill): boolean {
+  return skill.fields["disable-model-invocation"] === true;
+}
+
+/**
+ * Drops catalogue entries (available, model-visible skills) from the end of the prompt order until the catalogue
+ * fits: earlier sources and names win. A catalogue grows with every entry, so the cut is found by bisection.
+ */
+function applyBudget(skills: readonly AgentSkill[], limit: number, catalogueOf: (skills: readonly AgentSkill[]) => number) {
+  const entries = skills.filter((skill) => skill.mode === "available" && !isHidden(skill));
+  const keeping = (count: number) => {
+    const dropped = new Set(entries.slice(count));
+    return skills.filter((skill) => !dropped.has(skill));
+  };
+  const before = catalogueOf(skills);
+  if (before <= limit) return { kept: [...skills], dropped: [], before, after: before };
+  let low = 0; // the most entries known to fit (none, at worst)
+  let high = entries.length - 1; // the most that might
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (catalogueOf(keeping(middle)) <= limit) low = middle;
+    else high = middle - 1;
+  }
+  const kept = keeping(low);
+  return { kept, dropped: entries.slice(low), before, after: catalogueOf(kept) };
+}
+
+function formatSkill(skill: AgentSkill): FormatContext["skills"][number] {
+  const { name, description, location, baseDir, body, mode, source, file, fields, extra } = skill;
+  return { name, description, location, baseDir, body, mode, hidden: isHidden(skill), source, file, fields, extra };
+}
+
+/** Runs a config's format function on a copy of the agent, so it cannot change what the bundle records. */
+function callFormat(format: FormatFunction, context: FormatContext, setting: string, configFile: string): string {
+  let prompt: unknown;
+  try {
+    prompt = format(structuredClone(context));
+  } catch (error) {
+    throw new ConfigError(configFile, `${setting}: the format function threw for agent "${context.agent}": ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (typeof prompt !== "string") {
+    const got = prompt instanceof Promise ? "a Promise (format functions are synchronous)" : prompt === null ? "null" : typeof prompt;
+    throw new ConfigError(configFile, `${setting}: the format function returned ${got} for agent "${context.agent}", not the prompt string`);
+  }
+  return prompt;
+}
+
+/**
+ * `stage`: each skill the bundle holds gets a folder `skills/<name>`. Names that are not valid skill names are
+ * made safe; the first skill (agents in config order, then prompt order) of a name gets it plain, later ones of
+ * the same name `<name>-2`, `<name>-3`…, skipping names another skill holds.
+ */
+function stagingFolders(selected: readonly SelectedSkill[]): Map<string, string> {
+  const folders = new Map<string, string>();
+  const taken = new Set<string>();
+  const later: { file: string; base: string }[] = [];
+  for (const { skill } of selected) {
+    if (folders.has(skill.file) || later.some((entry) => entry.file === skill.file)) continue;
+    const base = NAME_PATTERN.test(skill.name) ? skill.name : suggestName(skill.name);
+    if (taken.has(base)) {
+      later.push({ file: skill.file, base });
+      continue;
+    }
+    taken.add(base);
+    folders.set(skill.file, base);
+  }
+  for (const { file, base } of later) {
+    let suffix = 2;
+    while (taken.has(`${base}-${suffix}`)) suffix++;
+    taken.add(`${base}-${suffix}`);
+    folders.set(file, `${base}-${suffix}`);
+  }
+  for (const [file, name] of folders) folders.set(file, `skills/${name}`);
+  return folders;
+}
+
+/** An agent's `context`: the Markdown files its globs match (relative to the config folder), in path order. */
+async function readContext(agentId: string, patterns: readonly string[] | undefined, configDir: string, configFile: string, findings: Finding[]): Promise<CompiledAgent["context"]> {
+  if (!patterns || patterns.length === 0) return { files: [], text: "" };
+  const paths = (await glob([...patterns], { cwd: configDir, absolute: true, onlyFiles: true, expandDirectories: false }))
+    .map((path) => ({ path, file: relativeTo(configDir, path) }))
+    .sort((a, b) => comparePaths(a.file, b.file));
+  for (const pattern of patterns) {
+    if (pattern.startsWith("!")) continue;
+    const matches = picomatch(pattern, { dot: false });
+    if (paths.some(({ path, file }) => matches(file) || matches(path))) continue;
+    findings.push({
+      code: "pattern-unmatched",
+      file: configFile,
+      message: `agents.${agentId}.context: "${pattern}" matches no file`,
+      hint: "Context globs are relative to the config file's folder, e.g. \"agent-context/*.md\".",
+    });
+  }
+  const files: CompiledAgent["context"]["files"] = [];
+  const texts: string[] = [];
+  for (const { path, file } of paths) {
+    const bytes = await readFile(path).catch((error: NodeJS.ErrnoException) => error);
+    if (!(bytes instanceof Uint8Array)) {
+      findings.push({ code: "path-unreadable", file, message: `the context file ${file} cannot be read (${bytes.code ?? bytes.message}); it is left out` });
+      continue;
+    }
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      findings.push({ code: "encoding-invalid", file, line: 1, column: 1, message: `the context file ${file} is not valid UTF-8; it is left out`, hint: "Save the file as UTF-8." });
+      continue;
+    }
+    files.push({ file, hash: createHash("sha256").update(bytes).digest("hex") });
+    const trimmed = text.replace(/\r\n?/g, "\n").trim();
+    if (trimmed !== "") texts.push(trimmed);
+  }
+  return { files, text: texts.join("\n\n---\n\n") };
+}
+
+/** Sizes and hashes the files of every skill in the bundle, each folder once. */
+async function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string) => string, findings: Finding[]): Promise<void> {
+  const bySkill = new Map<string, AgentSkill[]>();
+  for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);
+  const jobs = [...bySkill.values()].flatMap((copies) => copies[0]!.files.map((file, index) => ({ copies, index, path: join(copies[0]!.sourceDir, file.path) })));
+  const unreadable = new Set<string>();
+  await forEachLimited(jobs, READ_CONCURRENCY, async ({ copies, index, path }) => {
+    try {
+      const { size, sha256 } = await hashFile(path);
+      Object.assign(copies[0]!.files[index]!, { size, sha256 });
+    } catch (error) {
+      unreadable.add(path);
+      findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
+    }
+  });
+  for (const copies of bySkill.values()) {
+    const files = copies[0]!.files.filter((file) => !unreadable.has(join(copies[0]!.sourceDir, file.path)));
+    for (const skill of copies) skill.files = files;
+  }
 }
 
 async function forEachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {

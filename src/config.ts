@@ -5,6 +5,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { RULE_CODES } from "./diagnostics.js";
+import type { FormatFunction } from "./render.js";
 
 export const CONFIG_FILE_NAMES = ["skills.config.ts", "skills.config.mts", "skills.config.js", "skills.config.mjs", "skills.config.json"] as const;
 
@@ -18,11 +19,27 @@ const sourceSchema = z.strictObject({
   exclude: patterns.optional(),
 });
 
-const formatSchema = z.enum(["pi", "markdown"]);
+/** A function format exists only in TS/JS configs; JSON Schema cannot describe it, so `configJsonSchema` leaves it out. */
+const formatFunction = z.custom<FormatFunction>((value) => typeof value === "function", {
+  message: 'expected "pi", "markdown" or a function (ctx) => string',
+});
+const FORMAT_NAMES = ["pi", "markdown"] as const;
+const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
+  error: 'expected "pi", "markdown" or a function (ctx) => string',
+});
 
 const agentSchema = z.strictObject({
   skills: z.array(sourceSchema).min(1, "an agent needs at least one source"),
   format: formatSchema.optional(),
+  /** Characters the catalogue of available skills may take; later skills are dropped past it. */
+  budget: z.number().int().positive("a budget is a positive number of characters").optional(),
+  /** One name from several sources: keep every copy and warn (the default), or only the first or last source's. */
+  duplicates: z.enum(["keep-all", "first", "last"]).optional(),
+  /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
+  allow: z.array(z.string().min(1, "a pattern cannot be empty")).optional(),
+  /** Globs, relative to the config folder, of Markdown files placed before the skills in the prompt. */
+  context: patterns.optional(),
+  description: z.string().optional(),
 });
 
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
@@ -32,11 +49,31 @@ export const configSchema = z.strictObject({
   location: z.union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })]).default("absolute"),
   format: formatSchema.default("pi"),
   yaml: z.enum(["strict", "recover"]).default("strict"),
+  /** true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. */
+  stage: z.boolean().optional(),
+  /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
+  descriptionFallback: z.literal("first-paragraph").optional(),
   rules: z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"])).default({}),
   agents: z
     .record(z.string().regex(AGENT_ID_PATTERN, "agent ids are lowercase letters, digits and hyphens, starting with a letter"), agentSchema)
     .refine((agents) => Object.keys(agents).length > 0, "define at least one agent"),
 });
+
+/**
+ * JSON Schema of a config file (`skills schema config`). A function `format` cannot be written in JSON, so
+ * the schema offers the named formats only.
+ */
+export function configJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(configSchema, {
+    io: "input",
+    unrepresentable: "any",
+    override: ({ zodSchema, jsonSchema }) => {
+      if (zodSchema !== formatSchema) return;
+      delete jsonSchema.anyOf;
+      Object.assign(jsonSchema, { type: "string", enum: FORMAT_NAMES, description: "pi | markdown; a TS or JS config may also give a function (ctx) => string" });
+    },
+  }) as Record<string, unknown>;
+}
 
 /** What a config file may contain (defaults not yet applied). */
 export type SkillsConfig = z.input<typeof configSchema>;

@@ -15,6 +15,7 @@ export const RULES = {
   "description-missing": { severity: "error", skip: "skip", when: "absent or blank" },
   "description-type": { severity: "error", skip: "skip", when: "not a string" },
   "description-too-long": { severity: "warn", skip: "keep", when: "over 1024 characters" },
+  "description-fallback": { severity: "warn", skip: "keep", when: "`descriptionFallback` took the body's first paragraph" },
   "name-missing": { severity: "warn", skip: "keep", when: "fell back to the folder name" },
   "name-type": { severity: "error", skip: "skip", when: "not a string" },
   "name-mismatch": { severity: "warn", skip: "keep", when: "name ≠ parent folder name" },

@@ -13,6 +13,11 @@ export interface DiscoveredSkill {
   dir: string;
   /** Real path of the file, which identifies it when links make it reachable twice. */
   realFile: string;
+  /**
+   * Every file of the skill folder, SKILL.md included, relative to it, `/`-separated, in path order: what the
+   * manifest lists and `stage` copies. The walk's rules apply inside the skill folder too.
+   */
+  files: string[];
 }
 
 export interface RootListing {
@@ -62,32 +67,38 @@ export async function discoverRoot(root: string, display: (path: string) => stri
       return;
     }
 
+    const gitignore = entries.find((entry) => entry.name === ".gitignore" && entry.isFile());
+    const withLayer = async () => {
+      const rules = await readFile(join(dir, ".gitignore"), "utf8").catch(() => "");
+      return [...layers, { prefix: relDir ? `${relDir}/` : "", matcher: ignore().add(rules) }];
+    };
+
     const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
     if (skillEntry && !isIgnored(layers, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
       const file = join(dir, "SKILL.md");
+      let realFile: string | undefined;
       if (skillEntry.isFile()) {
-        found.push({ file, dir: relDir, realFile: viaLink ? await realpath(file).catch(() => file) : join(dirReal, "SKILL.md") });
-        return;
-      }
-      if (skillEntry.isSymbolicLink()) {
+        realFile = viaLink ? await realpath(file).catch(() => file) : join(dirReal, "SKILL.md");
+      } else if (skillEntry.isSymbolicLink()) {
         const target = await resolveLink(file);
         if (target?.stats.isFile()) {
           if (!isInsideRoot(target.real)) {
             findings.push(escapeFinding(display(file), target.real, display));
             return;
           }
-          found.push({ file, dir: relDir, realFile: target.real });
-          return;
+          realFile = target.real;
         }
+      }
+      if (realFile !== undefined) {
+        const files: string[] = [];
+        await collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? await withLayer() : layers, entries, files);
+        found.push({ file, dir: relDir, realFile, files: files.sort(comparePaths) });
+        return;
       }
       // A SKILL.md that is a folder, a FIFO or a broken link does not make a skill; keep walking.
     }
 
-    const gitignore = entries.find((entry) => entry.name === ".gitignore" && entry.isFile());
-    if (gitignore) {
-      const rules = await readFile(join(dir, ".gitignore"), "utf8").catch(() => "");
-      layers = [...layers, { prefix: relDir ? `${relDir}/` : "", matcher: ignore().add(rules) }];
-    }
+    if (gitignore) layers = await withLayer();
 
     const children: Promise<void>[] = [];
     for (const entry of entries) {
@@ -107,6 +118,63 @@ export async function discoverRoot(root: string, display: (path: string) => stri
             }
             if (target.real === dirReal || ancestors.includes(target.real)) return; // a cycle: this folder is already being walked
             return walk(path, rel, target.real, [...ancestors, dirReal], layers, true);
+          }),
+        );
+      }
+    }
+    await Promise.all(children);
+  };
+
+  /**
+   * A skill folder's files, by the walk's rules: dot entries, node_modules and ignored paths left out, links
+   * followed while they stay inside the root, cycles ended. `entries` is the folder's listing, already read.
+   */
+  const collectFiles = async (
+    dir: string,
+    relDir: string,
+    skillRel: string,
+    dirReal: string,
+    ancestors: readonly string[],
+    layers: readonly IgnoreLayer[],
+    entries: readonly Dirent[],
+    files: string[],
+  ): Promise<void> => {
+    const children: Promise<void>[] = [];
+    for (const entry of entries) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+      const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
+      const fileRel = skillRel ? `${skillRel}/${entry.name}` : entry.name;
+      const path = join(dir, entry.name);
+      const descend = async (real: string) => {
+        if (real === dirReal || ancestors.includes(real)) return; // a cycle
+        let inner: Dirent[];
+        try {
+          inner = await readdir(path, { withFileTypes: true });
+        } catch (error) {
+          findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describeFsError(error, "cannot be read")}; its files are left out of the skill` });
+          return;
+        }
+        const ignoreFile = inner.some((child) => child.name === ".gitignore" && child.isFile());
+        const innerLayers = ignoreFile
+          ? [...layers, { prefix: `${rel}/`, matcher: ignore().add(await readFile(join(path, ".gitignore"), "utf8").catch(() => "")) }]
+          : layers;
+        await collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], innerLayers, inner, files);
+      };
+      if (entry.isFile()) {
+        if (!isIgnored(layers, rel, false)) files.push(fileRel);
+      } else if (entry.isDirectory()) {
+        if (!isIgnored(layers, rel, true)) children.push(descend(join(dirReal, entry.name)));
+      } else if (entry.isSymbolicLink()) {
+        children.push(
+          resolveLink(path).then((target) => {
+            if (!target || !(target.stats.isFile() || target.stats.isDirectory())) return; // broken links, FIFOs, devices
+            if (isIgnored(layers, rel, target.stats.isDirectory())) return;
+            if (!isInsideRoot(target.real)) {
+              findings.push(escapeFinding(display(path), target.real, display));
+              return;
+            }
+            if (target.stats.isFile()) files.push(fileRel);
+            else return descend(target.real);
           }),
         );
       }

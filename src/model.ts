@@ -6,7 +6,11 @@ import { z } from "zod";
  * `name` and `description` are checked by their own rules (name-*, description-*), so they are
  * not part of this object; every field here is optional and a bad value is `field-invalid`.
  */
-const toolList = z.union([z.string(), z.array(z.string())]).transform((value) => (typeof value === "string" ? splitTools(value) : value));
+const toolList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((value) => (typeof value === "string" ? splitTools(value) : value))
+  // The declared output type lets JSON Schema (manifest, .d.ts) describe what a transform cannot.
+  .pipe(z.array(z.string()));
 
 /** `Read Grep, Bash(git log:*)` → three tools: separators inside parentheses belong to the tool. */
 function splitTools(list: string): string[] {
@@ -14,19 +18,62 @@ function splitTools(list: string): string[] {
 }
 
 export const optionalFields = {
-  license: z.string(),
-  compatibility: z.string().max(500),
-  metadata: z.record(z.string(), z.string()),
-  "allowed-tools": toolList,
-  "disable-model-invocation": z.boolean(),
-  "user-invocable": z.boolean(),
-  "argument-hint": z.string(),
-  context: z.enum(["inline", "fork"]),
-  agent: z.string(),
-  model: z.string(),
-  version: z.string(),
-  tags: z.array(z.string()),
+  license: z.string().describe("License name, or the file in the skill folder that holds it."),
+  compatibility: z.string().max(500).describe("Environment requirements: products, system packages, network access."),
+  metadata: z.record(z.string(), z.string()).describe("Any further string properties, e.g. author."),
+  "allowed-tools": toolList.describe("Tools the skill may use without asking: a list, or a space- or comma-separated string."),
+  "disable-model-invocation": z.boolean().describe("true: only a user can invoke the skill; it is left out of the catalogue and the skill tool."),
+  "user-invocable": z.boolean().describe("false: users cannot invoke the skill themselves; the model still sees it."),
+  "argument-hint": z.string().describe("Shown to users when they invoke the skill, e.g. [issue-number]."),
+  context: z.enum(["inline", "fork"]).describe("fork: the skill runs in a sub-agent of its own; inline (default): in the conversation."),
+  agent: z.string().describe("With context: fork, the task type (sub-agent) that runs the skill."),
+  model: z.string().describe("The model to use while the skill is active."),
+  version: z.string().describe("The skill's version, as text (quote numbers: \"1.0\")."),
+  tags: z.array(z.string()).describe("Labels for catalogues and dashboards."),
 } as const;
+
+export const MAX_NAME_LENGTH = 64;
+export const MAX_DESCRIPTION_LENGTH = 1024;
+export const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+
+/**
+ * `agent` names the task type a forked skill runs as, so it only means something with `context: fork`.
+ * `fork` without `agent` is valid: the server picks its default (Claude Code's is general-purpose).
+ */
+export function agentWithoutFork(fields: { context?: unknown; agent?: unknown }): boolean {
+  return fields.agent !== undefined && fields.agent !== null && fields.context !== "fork";
+}
+
+/**
+ * The whole frontmatter as `skills schema frontmatter` publishes it, for editors (yaml-language-server) and
+ * other tools. It rejects exactly what the compiler reports from the frontmatter mapping alone: `name-missing`,
+ * `name-type`, `name-invalid`, `name-too-long`, `description-missing`, `description-type`,
+ * `description-too-long` and `field-invalid`, whatever their severity. `null` (`field:` with no value) is
+ * "not set". Unknown fields are allowed: they pass through under `extra`.
+ */
+export const frontmatterSchema = z
+  .looseObject({
+    name: z.string().max(MAX_NAME_LENGTH).regex(NAME_PATTERN).describe("Lowercase letters, digits and single hyphens; the skill folder's name."),
+    description: z
+      .string()
+      .regex(/\S/)
+      .max(MAX_DESCRIPTION_LENGTH)
+      .describe("What the skill does and when to use it: agents choose skills by it."),
+    ...(Object.fromEntries(Object.entries(optionalFields).map(([key, schema]) => [key, schema.nullable().optional()])) as {
+      [K in keyof typeof optionalFields]: z.ZodOptional<z.ZodNullable<(typeof optionalFields)[K]>>;
+    }),
+  })
+  .meta({
+    title: "SKILL.md frontmatter",
+    // agentWithoutFork, for JSON Schema: unless `context` is `fork`, `agent` is absent or null.
+    if: { not: { properties: { context: { const: "fork" } }, required: ["context"] } },
+    then: { properties: { agent: { type: "null" } } },
+  });
+
+/** JSON Schema (draft-07, which yaml-language-server and most editors read) of the frontmatter. */
+export function frontmatterJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(frontmatterSchema, { io: "input", target: "draft-7" }) as Record<string, unknown>;
+}
 
 export type OptionalFieldName = keyof typeof optionalFields;
 export const OPTIONAL_FIELD_NAMES = Object.keys(optionalFields) as OptionalFieldName[];

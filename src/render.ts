@@ -1,4 +1,5 @@
 import { posix } from "node:path";
+import type { SkillFields } from "./model.js";
 import type { Mode } from "./select.js";
 
 export type LocationSetting = "absolute" | "relative" | { base: string };
@@ -16,25 +17,55 @@ export interface PromptSkill {
   hidden: boolean;
 }
 
+/** A skill as a function format sees it: everything the manifest knows about it. */
+export interface FormatSkill extends PromptSkill {
+  /** Index of the source in the agent's `skills` list. */
+  source: number;
+  /** SKILL.md relative to the config folder. */
+  file: string;
+  fields: SkillFields;
+  extra: Record<string, unknown>;
+}
+
+/** What a function format receives: the resolved agent. */
+export interface FormatContext {
+  agent: string;
+  description?: string;
+  /** The agent's `context` files, joined by `\n\n---\n\n`; "" when it has none. */
+  context: string;
+  /**
+   * Every skill the agent sees, in prompt order (sources in config order, then name): `available` and `inline`
+   * ones, and `hidden` (disable-model-invocation) ones, which a catalogue should leave out.
+   */
+  skills: readonly FormatSkill[];
+}
+
+/** `format: (ctx) => string` in a TS or JS config: returns the agent's whole prompt. */
+export type FormatFunction = (ctx: FormatContext) => string;
+
 /**
  * Where the prompt says a skill's file is (SPEC §5): as discovered, relative to the config folder, or under
- * a fixed base. `displayFile` is already relative to the config folder and `/`-separated.
+ * a fixed base. `displayFile` is already relative to the config folder and `/`-separated. `basePath` is the
+ * path put under `{ base }`: `displayFile`, except for a staged copy, whose base is where the bundle is deployed.
  */
-export function locate(absoluteFile: string, displayFile: string, setting: LocationSetting): { location: string; baseDir: string } {
+export function locate(absoluteFile: string, displayFile: string, setting: LocationSetting, basePath = displayFile): { location: string; baseDir: string } {
   if (setting === "absolute") {
     const slash = Math.max(absoluteFile.lastIndexOf("/"), absoluteFile.lastIndexOf("\\"));
     return { location: absoluteFile, baseDir: absoluteFile.slice(0, slash) };
   }
-  const location = setting === "relative" ? displayFile : `${setting.base.replace(/\/+$/, "")}/${displayFile}`;
+  const location = setting === "relative" ? displayFile : `${setting.base.replace(/\/+$/, "")}/${basePath}`;
   return { location, baseDir: posix.dirname(location) };
 }
 
-/** The agent's prompt: the catalogue of available skills, then each inline skill, separated by one blank line. */
-export function renderPrompt(format: FormatName, skills: readonly PromptSkill[]): string {
+/**
+ * The agent's prompt: its context, the catalogue of available skills, then each inline skill, separated by one
+ * blank line; a part that is empty is left out.
+ */
+export function renderPrompt(format: FormatName, skills: readonly PromptSkill[], context = ""): string {
   const render = FORMATS[format];
   const catalogue = render.catalogue(skills.filter((skill) => skill.mode === "available" && !skill.hidden));
   const blocks = skills.filter((skill) => skill.mode === "inline").map(render.inline);
-  return [...(catalogue ? [catalogue] : []), ...blocks].join("\n\n");
+  return [context, catalogue, ...blocks].filter((part) => part !== "").join("\n\n");
 }
 
 /** One skill's inline block, as an agent's prompt holds it and as `/skill:` expands it. */

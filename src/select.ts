@@ -1,5 +1,5 @@
 import picomatch from "picomatch";
-import type { SourceConfig } from "./config.js";
+import type { AgentConfig, SourceConfig } from "./config.js";
 import { compareStrings, type Finding } from "./diagnostics.js";
 import { comparePaths } from "./discover.js";
 import type { SkillContent } from "./validate.js";
@@ -14,6 +14,8 @@ export interface RootSkill extends SkillContent {
   dir: string;
   /** sha256 of the SKILL.md bytes. */
   hash: string;
+  /** The skill folder's files, relative to it, in path order (see `DiscoveredSkill.files`). */
+  files: readonly string[];
 }
 
 export type Mode = "available" | "inline";
@@ -31,14 +33,22 @@ export interface SourceView {
   skills: readonly RootSkill[];
 }
 
+/** The agent settings that act on its selection as a whole. */
+export type SelectionSettings = Partial<Pick<AgentConfig, "allow" | "duplicates">>;
+
 /**
  * Which skills an agent sees and how (SPEC §2). Pure. Output order: sources in config order, within a
- * source by name, then path.
+ * source by name, then path. Each source's patterns select; then `allow` keeps the names it matches; then
+ * `duplicates` settles a name selected from several sources.
  */
-export function selectAgent(agentId: string, sources: readonly SourceView[], configFile: string): { selected: SelectedSkill[]; findings: Finding[] } {
+export function selectAgent(
+  agentId: string,
+  sources: readonly SourceView[],
+  configFile: string,
+  settings: SelectionSettings = {},
+): { selected: SelectedSkill[]; findings: Finding[] } {
   const findings: Finding[] = [];
-  const selected: SelectedSkill[] = [];
-  const sourcesByName = new Map<string, number[]>();
+  let selected: SelectedSkill[] = [];
 
   sources.forEach((source, sourceIndex) => {
     const where = `agents.${agentId}.skills[${sourceIndex}]`;
@@ -61,8 +71,6 @@ export function selectAgent(agentId: string, sources: readonly SourceView[], con
       }
       if (!isInline && !isAvailable) continue;
       selected.push({ skill, mode: isInline ? "inline" : "available", source: sourceIndex });
-      const seenIn = sourcesByName.get(skill.name) ?? [];
-      if (!seenIn.includes(sourceIndex)) sourcesByName.set(skill.name, [...seenIn, sourceIndex]);
     }
 
     // Only patterns the config wrote are reported; the implicit `available: ["*"]` is not.
@@ -81,15 +89,37 @@ export function selectAgent(agentId: string, sources: readonly SourceView[], con
     }
   });
 
-  for (const [name, sourceIndexes] of sourcesByName) {
-    if (sourceIndexes.length < 2) continue;
-    const files = selected.filter((entry) => entry.skill.name === name).map((entry) => entry.skill.displayFile);
-    findings.push({
-      code: "duplicate-across-sources",
-      file: configFile,
-      message: `agent "${agentId}" selects "${name}" from ${sourceIndexes.length} sources (${files.join(", ")}); all are included`,
-      hint: "Narrow one source's patterns so the agent sees one skill of each name.",
-    });
+  if (settings.allow) {
+    const allowed = compilePatterns(settings.allow);
+    const names = [...new Set(selected.map((entry) => entry.skill.name))];
+    for (const pattern of allowed.unmatched(names)) {
+      findings.push({
+        code: "pattern-unmatched",
+        file: configFile,
+        message: `agents.${agentId}.allow: "${pattern}" ${pattern.startsWith("!") ? "excludes" : "allows"} no selected skill`,
+        hint: names.length > 0 ? `\`allow\` matches the names the sources selected, such as "${names[0]}".` : "The agent's sources select no skill.",
+      });
+    }
+    selected = selected.filter((entry) => allowed.matches(entry.skill.name));
+  }
+
+  const byName = new Map<string, SelectedSkill[]>();
+  for (const entry of selected) byName.set(entry.skill.name, [...(byName.get(entry.skill.name) ?? []), entry]);
+  const duplicates = settings.duplicates ?? "keep-all";
+  for (const [name, entries] of byName) {
+    if (entries.length < 2) continue; // one root never gives a name twice, so these come from several sources
+    if (duplicates === "keep-all") {
+      findings.push({
+        code: "duplicate-across-sources",
+        file: configFile,
+        message: `agent "${agentId}" selects "${name}" from ${entries.length} sources (${entries.map((entry) => entry.skill.displayFile).join(", ")}); all are included`,
+        hint: 'Narrow one source\'s patterns so the agent sees one skill of each name, or set `duplicates: "first"` or `"last"` to keep one.',
+      });
+      continue;
+    }
+    // `first`: the earliest source wins; `last`: a later source overrides (user skills over built-in ones).
+    const winner = duplicates === "first" ? entries[0]! : entries[entries.length - 1]!;
+    selected = selected.filter((entry) => entry.skill.name !== name || entry === winner);
   }
   return { selected, findings };
 }

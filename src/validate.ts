@@ -1,11 +1,17 @@
 import type { Finding } from "./diagnostics.js";
-import { KNOWN_FIELD_NAMES, OPTIONAL_FIELD_NAMES, optionalFields, type SkillFields } from "./model.js";
+import {
+  agentWithoutFork,
+  KNOWN_FIELD_NAMES,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_NAME_LENGTH,
+  NAME_PATTERN,
+  OPTIONAL_FIELD_NAMES,
+  optionalFields,
+  type SkillFields,
+} from "./model.js";
 import type { FrontmatterField, ParsedSkillFile, Position } from "./parse.js";
 
-export const MAX_NAME_LENGTH = 64;
-export const MAX_DESCRIPTION_LENGTH = 1024;
 export const MAX_BODY_LINES = 500;
-const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 /** A skill's validated content, before it is placed in a root and an agent. */
 export interface SkillContent {
@@ -17,6 +23,11 @@ export interface SkillContent {
   body: string;
 }
 
+export interface ValidateOptions {
+  /** `first-paragraph`: a missing or blank description becomes the body's first paragraph (`description-fallback`). */
+  descriptionFallback?: "first-paragraph";
+}
+
 export interface ValidationResult {
   /** Absent when a skip rule hit. */
   content?: SkillContent;
@@ -24,7 +35,7 @@ export interface ValidationResult {
 }
 
 /** Parsed frontmatter → typed skill content and findings (SPEC §3–§4). Pure. */
-export function validateSkill(file: string, folderName: string, parsed: ParsedSkillFile): ValidationResult {
+export function validateSkill(file: string, folderName: string, parsed: ParsedSkillFile, options: ValidateOptions = {}): ValidationResult {
   const findings = [...parsed.findings];
   if (!parsed.fields) return { findings };
   const report = (code: Finding["code"], at: Position, message: string, hint?: string) =>
@@ -57,7 +68,17 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
 
   const descriptionField = byKey.get("description");
   let description = "";
-  if (descriptionField === undefined || descriptionField.value === null || (typeof descriptionField.value === "string" && descriptionField.value.trim() === "")) {
+  const isBlank = descriptionField === undefined || descriptionField.value === null || (typeof descriptionField.value === "string" && descriptionField.value.trim() === "");
+  const fallback = isBlank && options.descriptionFallback === "first-paragraph" ? firstParagraph(parsed.body) : "";
+  if (fallback) {
+    description = fallback;
+    report(
+      "description-fallback",
+      descriptionField?.keyAt ?? top,
+      `${descriptionField ? "`description` is blank" : "no `description` in the frontmatter"}; using the body's first paragraph (${fallback.length} characters)`,
+      "Write a `description:` saying what the skill does and when to use it; a first paragraph rarely says when.",
+    );
+  } else if (isBlank) {
     skip = true;
     const lookalike = parsed.fields.find((field) => field.key !== "description" && field.key.trim().toLowerCase() === "description");
     report(
@@ -106,7 +127,15 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     if (field.value === null) continue; // `field:` with no value means "not set"
     const key = field.key as keyof typeof optionalFields;
     const result = optionalFields[key].safeParse(field.value);
-    if (result.success) {
+    if (result.success && key === "agent" && agentWithoutFork({ context: byKey.get("context")?.value, agent: field.value })) {
+      extra[field.key] = field.value;
+      report(
+        "field-invalid",
+        field.keyAt,
+        "`agent` only applies with `context: fork`; the value is kept under `extra` only",
+        "Add `context: fork` to run the skill as that agent, or remove `agent`.",
+      );
+    } else if (result.success) {
       (fields as Record<string, unknown>)[key] = result.data;
     } else {
       extra[field.key] = field.value;
@@ -121,6 +150,18 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
 
   if (skip) return { findings };
   return { findings, content: { name, description, fields, extra, body: parsed.body } };
+}
+
+/** The body's first paragraph, headings skipped, its lines joined by spaces: "" when there is none. */
+function firstParagraph(body: string): string {
+  const lines: string[] = [];
+  for (const line of body.split("\n")) {
+    const text = line.trim();
+    const heading = /^#{1,6}(\s|$)/.test(text);
+    if (lines.length > 0 && (text === "" || heading)) break;
+    if (text !== "" && !heading) lines.push(text);
+  }
+  return lines.join(" ");
 }
 
 function checkName(file: string, name: string, folderName: string, at: Position): Finding[] {
@@ -151,7 +192,8 @@ function checkName(file: string, name: string, folderName: string, at: Position)
   return findings;
 }
 
-function suggestName(name: string): string {
+/** A valid skill name close to `name`: what a hint proposes, and the folder `stage` gives a skill with an invalid name. */
+export function suggestName(name: string): string {
   const suggestion = name
     .normalize("NFKD")
     .toLowerCase()

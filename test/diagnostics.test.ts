@@ -62,6 +62,12 @@ const CASES: Record<string, Case> = {
     expected: { code: "description-too-long", file: file("wordy"), line: 3, column: 14 },
     included: true,
   },
+  "description-fallback": {
+    tree: { [file("para")]: "---\nname: para\n---\n# Para\n\nTurns notes into a paragraph.\n" },
+    config: { descriptionFallback: "first-paragraph", ...agent() },
+    expected: { code: "description-fallback", file: file("para"), line: 1, column: 1 },
+    included: true,
+  },
   "name-missing": {
     tree: { [file("anonymous")]: "---\ndescription: No name given.\n---\nBody\n" },
     expected: { code: "name-missing", file: file("anonymous"), line: 1, column: 1 },

@@ -1,7 +1,6 @@
 import { relative } from "node:path";
 import { check, type CheckResult } from "../api.js";
 import type { CompiledAgent } from "../compile.js";
-import { renderPrompt } from "../render.js";
 import { didYouMean } from "../suggest.js";
 import { UsageError, write, type Command } from "./command.js";
 
@@ -76,18 +75,12 @@ interface AgentListing {
 
 function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
   const agentConfig = result.config.config.agents[agent.id]!;
-  // `budget` joins the agent settings with the whole skill model; until then no agent has one.
-  const budget = "budget" in agentConfig && typeof agentConfig.budget === "number" ? agentConfig.budget : undefined;
-  const catalogue = renderPrompt(
-    agent.format,
-    agent.skills.filter((skill) => skill.mode === "available").map((skill) => ({ ...skill, hidden: skill.fields["disable-model-invocation"] === true })),
-  );
   return {
     id: agent.id,
     format: agent.format,
     promptCharacters: agent.prompt.length,
-    catalogueCharacters: catalogue.length,
-    ...(budget === undefined ? {} : { budget }),
+    catalogueCharacters: agent.catalogueCharacters,
+    ...(agent.budget === undefined ? {} : { budget: agent.budget.limit }),
     skills: agent.skills.map((skill) => ({
       name: skill.name,
       mode: skill.mode,
