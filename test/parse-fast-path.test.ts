@@ -1,0 +1,67 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { parseSkillFile } from "../src/parse.js";
+
+const encode = (text: string) => new TextEncoder().encode(text);
+
+/**
+ * Frontmatter of one-line `key: value` entries is read without the `yaml` package. A trailing comment line
+ * makes the fast path decline, so the same frontmatter with it is read by `yaml`: both must agree on every
+ * field, value and position, and on every finding.
+ */
+function bothWays(frontmatter: string) {
+  const fast = parseSkillFile("SKILL.md", encode(`---\n${frontmatter}\n---\nBody\n`), false);
+  const slow = parseSkillFile("SKILL.md", encode(`---\n${frontmatter}\n# read by the yaml package\n---\nBody\n`), false);
+  return { fast, slow };
+}
+
+// Characters that change how YAML reads a line, mixed with ordinary text.
+const tricky = ["a", "b", "z", "A", " ", "  ", ":", ": ", "#", " #", "-", "_", '"', "'", "[", "]", "{", "}", ",", "&", "*", "!", "|", ">", "%", "@", "`", "?", "~", "\t", "0", "1", ".", "\\", "é", "\u00a0", "\u0085", "\u2028", "\ufeff", "😀", "true", "null", "False", "NULL", "yes", "no", "http://x"];
+const text = fc.array(fc.constantFrom(...tricky), { maxLength: 8 }).map((parts) => parts.join(""));
+const key = fc.oneof(fc.constantFrom("name", "description", "license", "allowed-tools", "version", "x_y", "true", "Null"), fc.constantFrom("name", "description"), text);
+const words = fc.constantFrom("plain", "words here", "Use when", "a");
+const value = fc.oneof(
+  text,
+  fc.tuple(words, fc.constantFrom(...tricky), fc.oneof(words, fc.constant(""))).map((parts) => parts.join("")),
+  fc.constantFrom("true", "True", "FALSE", "null", "Null", "~", "yes", "off", "1.5", "0x1f", ".inf", "plain words"),
+);
+const line = fc.oneof(
+  fc.tuple(key, fc.constantFrom(": ", ":  ", ":", ":\t"), value).map(([k, sep, v]) => `${k}${sep}${v}`),
+  fc.tuple(fc.constantFrom("name", "description"), value).map(([k, v]) => `${k}: ${v}`),
+  fc.constant(""),
+  fc.constant("  nested: value"),
+);
+
+describe("frontmatter fast path", () => {
+  it("reads exactly what the yaml package reads, positions included", () => {
+    fc.assert(
+      fc.property(fc.array(line, { minLength: 1, maxLength: 5 }), (lines) => {
+        const { fast, slow } = bothWays(lines.join("\n"));
+        expect(fast.fields).toEqual(slow.fields);
+        expect(fast.findings.map((finding) => finding.code)).toEqual(slow.findings.map((finding) => finding.code));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("agrees on the frontmatter real skills use", () => {
+    for (const frontmatter of [
+      "name: git-commit\ndescription: Write a commit message. Use when committing.",
+      "name: a\ndescription: Uses C# and http://example.com/x?y=1 (see [docs]), 100% \"quoted\" words' too",
+      "name: a\n\ndescription: Ünïcödé — with an em dash and emoji 😀",
+      "name: a\ndescription: version 2\nlicense: MIT\nversion: v1.2",
+      "name: a\ndescription: yes",
+    ]) {
+      const { fast, slow } = bothWays(frontmatter);
+      expect(fast.fields).toEqual(slow.fields);
+      expect(fast.fields!.length).toBeGreaterThan(1);
+    }
+  });
+
+  it("leaves values YAML reads as something else to the yaml package", () => {
+    for (const [text, value] of [["true", true], ["False", false], ["null", null], ["12", 12], ["~", null]] as const) {
+      const fields = parseSkillFile("SKILL.md", encode(`---\nname: a\ndescription: d\nflag: ${text}\n---\n`), false).fields!;
+      expect(fields.find((field) => field.key === "flag")!.value).toBe(value);
+    }
+  });
+});
