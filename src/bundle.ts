@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Compilation } from "./compile.js";
 import { compareStrings } from "./diagnostics.js";
+import type { Manifest } from "./manifest.js";
+import { moduleFiles } from "./module.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";
@@ -11,8 +13,8 @@ export const GENERATOR = "skillbake";
  */
 export function bundleFiles(compilation: Compilation): Map<string, string> {
   const files = new Map<string, string>();
-  const skills = new Map<string, object>();
-  const agents: Record<string, object> = {};
+  const skills = new Map<string, Manifest["skills"][number]>();
+  const agents: Manifest["agents"] = {};
   for (const agent of compilation.agents) {
     files.set(`prompts/${agent.id}.txt`, agent.prompt);
     agents[agent.id] = {
@@ -36,7 +38,8 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
       });
     }
   }
-  const manifest = {
+  for (const [path, text] of moduleFiles(compilation)) files.set(path, text);
+  const manifest: Manifest = {
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,

@@ -1,5 +1,6 @@
 import { posix } from "node:path";
 import type { SkillFields } from "./model.js";
+import { escapeXml, oneLine, renderInlineBlock } from "./runtime/helpers.js";
 import type { Mode } from "./select.js";
 
 export type LocationSetting = "absolute" | "relative" | { base: string };
@@ -80,8 +81,7 @@ interface Format {
 
 const FORMATS: Record<FormatName, Format> = {
   // Byte-compatible with Pi 0.73.1's formatSkillsForPrompt (less its two leading newlines) and `/skill:`
-  // expansion. Pi leaves the inline block's attributes unescaped; escaping them changes nothing for valid names
-  // and paths, and keeps a crafted one from forging markup.
+  // expansion. Inline blocks come from the bundle modules' runtime, so `renderSkill` returns the same text.
   pi: {
     catalogue(skills) {
       if (skills.length === 0) return "";
@@ -104,27 +104,13 @@ const FORMATS: Record<FormatName, Format> = {
       lines.push("</available_skills>");
       return lines.join("\n");
     },
-    inline(skill) {
-      return `<skill name="${escapeXml(skill.name)}" location="${escapeXml(skill.location)}">\nReferences are relative to ${escapeXml(skill.baseDir)}.\n\n${skill.body}\n</skill>`;
-    },
+    inline: (skill) => renderInlineBlock("pi", skill),
   },
   markdown: {
     catalogue(skills) {
       if (skills.length === 0) return "";
       return ["Available skills:", ...skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)} (file: ${oneLine(skill.location)})`)].join("\n");
     },
-    inline(skill) {
-      return `Base directory for this skill: ${oneLine(skill.baseDir)}\n\n${skill.body}`;
-    },
+    inline: (skill) => renderInlineBlock("markdown", skill),
   },
 };
-
-export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => XML_ENTITIES[char]!);
-}
-const XML_ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
-
-/** A list item stays one item: line breaks inside a field cannot start a new one. */
-function oneLine(text: string): string {
-  return text.replace(/\s*[\r\n]+\s*/g, " ");
-}

@@ -1,0 +1,74 @@
+import { z } from "zod";
+import { GENERATOR, SCHEMA_VERSION } from "./bundle.js";
+import { RULE_CODES } from "./diagnostics.js";
+import { optionalFields } from "./model.js";
+
+/**
+ * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:
+ * `bundle.ts` builds a `Manifest`, `skills schema manifest` publishes the JSON Schema, and readers can parse
+ * with it. A change that breaks readers bumps `schemaVersion`.
+ */
+const skillMode = z.enum(["available", "inline"]);
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
+
+const manifestAgent = z.strictObject({
+  format: z.enum(["pi", "markdown", "function"]).describe("function: a format function of the config wrote the prompt."),
+  prompt: z.string().describe("The agent's prompt file, relative to the bundle: prompts/<agent>.txt."),
+  characters: z.strictObject({
+    prompt: z.number().int().nonnegative(),
+    catalogue: z.number().int().nonnegative().describe("The catalogue of available skills alone, as a budget counts it."),
+  }),
+  skills: z
+    .array(
+      z.strictObject({
+        name: z.string(),
+        mode: skillMode,
+        source: z.number().int().nonnegative().describe("Index of the source in the agent's `skills` config."),
+        file: z.string().describe("The skill's SKILL.md, as in `skills[].file`."),
+      }),
+    )
+    .describe("The skills the agent sees, in prompt order."),
+});
+
+const manifestSkill = z.strictObject({
+  name: z.string(),
+  description: z.string(),
+  file: z.string().describe("SKILL.md relative to the config folder, `/`-separated."),
+  location: z.string().describe("Where the prompt says the file is."),
+  baseDir: z.string().describe("The folder of `location`."),
+  hash: sha256.describe("sha256 of the SKILL.md bytes."),
+  fields: z.strictObject(optionalFields).partial().describe("The known frontmatter fields, validated and normalised."),
+  extra: z.record(z.string(), z.unknown()).describe("Every other frontmatter field, untouched."),
+  body: z.string().describe("The Markdown after the frontmatter, trimmed."),
+});
+
+const manifestDiagnostic = z.strictObject({
+  code: z.enum(RULE_CODES as [string, ...string[]]),
+  severity: z.enum(["error", "warn"]),
+  message: z.string(),
+  file: z.string().optional(),
+  line: z.number().int().positive().optional(),
+  column: z.number().int().positive().optional(),
+  hint: z.string().optional(),
+});
+
+export const manifestSchema = z
+  .strictObject({
+    schemaVersion: z.literal(SCHEMA_VERSION),
+    generator: z.literal(GENERATOR),
+    agents: z.record(z.string(), manifestAgent),
+    skills: z.array(manifestSkill).describe("Every selected SKILL.md once, sorted by file."),
+    diagnostics: z.array(manifestDiagnostic),
+    hashes: z.strictObject({
+      inputs: sha256.describe("The resolved config and every bundled skill's path and content hash."),
+      outputs: z.record(z.string(), sha256).describe("sha256 of every other file of the bundle, by path."),
+    }),
+  })
+  .meta({ title: "skillbake bundle manifest" });
+
+export type Manifest = z.output<typeof manifestSchema>;
+
+/** JSON Schema of `manifest.json`, as the manifest is written (normalised field values). */
+export function manifestJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(manifestSchema, { io: "output" }) as Record<string, unknown>;
+}

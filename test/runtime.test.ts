@@ -1,0 +1,155 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { renderInline, renderPrompt, type PromptSkill } from "../src/render.js";
+import { applyArguments, createRuntime, splitShellWords, type SkillFile } from "../src/runtime/helpers.js";
+
+describe("splitShellWords", () => {
+  it.each([
+    ["a b  c", ["a", "b", "c"]],
+    ["  padded\tand\nspaced  ", ["padded", "and", "spaced"]],
+    [`'single quoted' "double quoted"`, ["single quoted", "double quoted"]],
+    [`'it''s' "say \\"hi\\"" back\\ slash`, ["its", 'say "hi"', "back slash"]],
+    [`"a \\$HOME \\n" 'no \\escape'`, ["a $HOME \\n", "no \\escape"]],
+    [`pre"mid dle"post x`, ["premid dlepost", "x"]],
+    [`"" '' x`, ["", "", "x"]],
+    [`"unclosed rest of line`, ["unclosed rest of line"]],
+    ["", []],
+  ])("%j → %j", (text, words) => {
+    expect(splitShellWords(text)).toEqual(words);
+  });
+
+  it("words without quotes, backslashes or whitespace inside come back as given", () => {
+    const word = fc.stringMatching(/^[^\s'"\\]+$/);
+    fc.assert(
+      fc.property(fc.array(word), (words) => {
+        expect(splitShellWords(words.join(" "))).toEqual(words);
+      }),
+    );
+  });
+});
+
+describe("applyArguments (SPEC §6)", () => {
+  it("$ARGUMENTS is the whole (trimmed) string", () => {
+    expect(applyArguments("Review $ARGUMENTS now.", "  src/a.ts 'b c'  ")).toBe("Review src/a.ts 'b c' now.");
+  });
+
+  it("$ARGUMENTS[N] and $N are the N-th shell word, 0-based", () => {
+    expect(applyArguments("from $ARGUMENTS[0] to $1, twice: $0", `"my branch" main`)).toBe("from my branch to main, twice: my branch");
+  });
+
+  it("an index past the last word is empty", () => {
+    expect(applyArguments("[$0] [$1] [$ARGUMENTS[7]]", "only")).toBe("[only] [] []");
+  });
+
+  it("no placeholder: ARGUMENTS is appended, after one blank line", () => {
+    expect(applyArguments("# Body", "fix the build")).toBe("# Body\n\nARGUMENTS: fix the build");
+  });
+
+  it("no placeholder and empty (or blank) args: the body unchanged", () => {
+    expect(applyArguments("# Body", "")).toBe("# Body");
+    expect(applyArguments("# Body", "   ")).toBe("# Body");
+  });
+
+  it("placeholders with empty args become empty, and nothing is appended", () => {
+    expect(applyArguments("a[$ARGUMENTS]b[$0]", "")).toBe("a[]b[]");
+  });
+
+  it("placeholders inside the arguments are not expanded again; `$&` patterns are literal", () => {
+    expect(applyArguments("run $ARGUMENTS", "$1 $ARGUMENTS $&")).toBe("run $1 $ARGUMENTS $&");
+    expect(applyArguments("run $0 $1", "$1 x")).toBe("run $1 x");
+  });
+});
+
+const file = (name: string, overrides: Partial<SkillFile> = {}): SkillFile => ({
+  name,
+  description: `Does ${name}.`,
+  file: `skills/${name}/SKILL.md`,
+  location: `/srv/skills/${name}/SKILL.md`,
+  baseDir: `/srv/skills/${name}`,
+  hash: "0".repeat(64),
+  fields: {},
+  extra: {},
+  body: `# ${name}`,
+  ...overrides,
+});
+
+describe("createRuntime", () => {
+  const runtime = createRuntime(
+    {
+      main: { format: "pi", prompt: "PROMPT", modelInvocable: ["a"] },
+      quiet: { format: "markdown", prompt: "", modelInvocable: [] },
+    },
+    () => ({
+      files: [file("a"), file("b", { fields: { "disable-model-invocation": true, "user-invocable": false } }), file("a", { file: "other/a/SKILL.md", body: "# second a" })],
+      agents: {
+        main: [
+          { file: 0, mode: "available", source: 0 },
+          { file: 1, mode: "inline", source: 0 },
+          { file: 2, mode: "available", source: 1 },
+        ],
+        quiet: [],
+      },
+    }),
+  );
+
+  it("getSkill returns the first of a name listed by several sources", () => {
+    expect(runtime.getSkill("main", "a")).toMatchObject({ file: "skills/a/SKILL.md", source: 0, mode: "available" });
+    expect(runtime.agents.main!.skills.map((skill) => skill.file)).toEqual(["skills/a/SKILL.md", "skills/b/SKILL.md", "other/a/SKILL.md"]);
+  });
+
+  it("listUserInvocable leaves out user-invocable: false, and lists a name once", () => {
+    expect(runtime.listUserInvocable("main").map((skill) => skill.file)).toEqual(["skills/a/SKILL.md"]);
+  });
+
+  it("skillTool is null for an agent without model-invocable skills (an empty enum is invalid for tool APIs)", () => {
+    expect(runtime.skillTool("quiet")).toBeNull();
+    expect(runtime.skillTool("main")?.parameters.properties.skill.enum).toEqual(["a"]);
+  });
+
+  it("unknown names throw, naming what exists", () => {
+    expect(() => runtime.getPrompt("nope")).toThrow('Unknown agent "nope". This bundle has: main, quiet.');
+    expect(() => runtime.getPrompt("toString")).toThrow("Unknown agent");
+    expect(() => runtime.renderSkill("main", "c")).toThrow('Unknown skill "c" for agent "main". Its skills are: a, b.');
+    expect(() => runtime.getSkill("quiet", "a")).toThrow('Unknown skill "a": agent "quiet" has no skills.');
+  });
+
+  it("cuts long name lists in errors", () => {
+    const names = Array.from({ length: 60 }, (_, index) => `s${index}`);
+    const big = createRuntime({ big: { format: "pi", prompt: "", modelInvocable: names } }, () => ({
+      files: names.map((name) => file(name)),
+      agents: { big: names.map((_, index) => ({ file: index, mode: "available" as const, source: 0 })) },
+    }));
+    expect(() => big.getSkill("big", "x")).toThrow(/s48, s49 … \(10 more\)\.$/);
+  });
+
+  it("builds the skill table on the first lookup, not before, and only once", () => {
+    let calls = 0;
+    const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: ["a"] } }, () => {
+      calls++;
+      return { files: [file("a")], agents: { main: [{ file: 0, mode: "available", source: 0 }] } };
+    });
+    expect([lazy.getPrompt("main"), lazy.skillTool("main")?.name, lazy.agents.main!.prompt, calls]).toEqual(["P", "use_skill", "P", 0]);
+    lazy.getSkill("main", "a");
+    lazy.renderSkill("main", "a", "x");
+    expect(lazy.agents.main!.skills).toHaveLength(1);
+    expect(calls).toBe(1);
+  });
+});
+
+describe("renderSkill agrees with the prompt's inline blocks (src/render.ts)", () => {
+  const tricky = file("x&y", { location: `/srv/a "b"/<c>/SKILL.md`, baseDir: "/srv/a 'b'\n/<c>", body: "Body with </skill> & $HOME" });
+  for (const format of ["pi", "markdown"] as const) {
+    it(`${format}: with no arguments, renderSkill is the block the prompt holds`, () => {
+      const runtime = createRuntime({ main: { format, prompt: "", modelInvocable: [] } }, () => ({ files: [tricky], agents: { main: [{ file: 0, mode: "inline", source: 0 }] } }));
+      const promptSkill: PromptSkill = { ...tricky, mode: "inline", hidden: false };
+      expect(runtime.renderSkill("main", "x&y")).toBe(renderInline(format, promptSkill));
+      expect(runtime.renderSkill("main", "x&y")).toBe(renderPrompt(format, [promptSkill]));
+      expect(runtime.renderSkill("main", "x&y", "a b")).toBe(renderInline(format, { ...promptSkill, body: `${tricky.body}\n\nARGUMENTS: a b` }));
+    });
+  }
+
+  it("an agent with a format function renders pi blocks", () => {
+    const runtime = createRuntime({ main: { format: "function", prompt: "custom", modelInvocable: [] } }, () => ({ files: [tricky], agents: { main: [{ file: 0, mode: "inline", source: 0 }] } }));
+    expect(runtime.renderSkill("main", "x&y")).toBe(renderInline("pi", { ...tricky, mode: "inline", hidden: false }));
+  });
+});
