@@ -59,7 +59,7 @@ export const frontmatterSchema = z
       .regex(/\S/)
       .max(MAX_DESCRIPTION_LENGTH)
       .describe("What the skill does and when to use it: agents choose skills by it."),
-    ...(Object.fromEntries(Object.entries(optionalFields).map(([key, schema]) => [key, schema.nullable().optional()])) as {
+    ...(Object.fromEntries(Object.entries(optionalFields).map(([key, schema]) => [key, schema.nullable().optional().describe(schema.description!)])) as {
       [K in keyof typeof optionalFields]: z.ZodOptional<z.ZodNullable<(typeof optionalFields)[K]>>;
     }),
   })
