@@ -45,6 +45,8 @@ const agentSchema = z.strictObject({
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
 
 export const configSchema = z.strictObject({
+  /** Lets `skills.config.json` name its JSON Schema (`skills schema config`) for editor completion; ignored. */
+  $schema: z.string().optional(),
   outDir: z.string().min(1).default("dist/skills"),
   location: z.union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })]).default("absolute"),
   format: formatSchema.default("pi"),

@@ -1,0 +1,135 @@
+/**
+ * The README's reference sections are checked against the code they describe, so neither can change alone:
+ * the config reference against the zod schema, the diagnostics table against RULES, and the prompt format
+ * examples against the renderer.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { configSchema, loadConfig } from "../src/config.js";
+import { RULES } from "../src/diagnostics.js";
+import { renderPrompt, type PromptSkill } from "../src/render.js";
+import { REPO, tempDir, writeTree } from "./helpers.js";
+
+const readme = await readFile(join(REPO, "README.md"), "utf8");
+
+/** The text between `<!-- NAME:start -->` and `<!-- NAME:end -->`. */
+function section(name: string): string {
+  const match = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(readme);
+  if (!match) throw new Error(`README.md has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
+  return match[1]!;
+}
+
+/** A Markdown table's body rows as cells, `\|` unescaped, header and separator left out. */
+function tableRows(markdown: string): string[][] {
+  const rows = markdown.split("\n").filter((line) => line.startsWith("|"));
+  return rows.slice(2).map((row) =>
+    row
+      .slice(1, -1)
+      .split(/(?<!\\)\|/)
+      .map((cell) => cell.trim().replace(/\\\|/g, "|")),
+  );
+}
+
+/** `code` spans' text, or the cell itself. */
+function unquote(cell: string): string {
+  return cell.replace(/^`(.*)`$/, "$1");
+}
+
+interface SchemaNode {
+  type?: string;
+  properties?: Record<string, SchemaNode>;
+  additionalProperties?: SchemaNode | boolean;
+  items?: SchemaNode;
+  anyOf?: SchemaNode[];
+  enum?: unknown[];
+  const?: unknown;
+  default?: unknown;
+  required?: string[];
+}
+
+interface Setting {
+  /** `agents.*.skills[].root`: `*` for a record's keys, `[]` for a list's items. */
+  path: string;
+  required: boolean;
+  default?: unknown;
+  /** Every string the setting accepts from a fixed set. */
+  choices: string[];
+}
+
+/** Every named setting of the config's JSON Schema, depth first. */
+function settings(node: SchemaNode, prefix = "", out: Setting[] = []): Setting[] {
+  for (const [key, child] of Object.entries(node.properties ?? {})) {
+    const path = `${prefix}${key}`;
+    const choices = [child, ...(child.anyOf ?? [])].flatMap((option) => [...(option.enum ?? []), ...(option.const === undefined ? [] : [option.const])]).map(String);
+    out.push({ path, required: node.required?.includes(key) ?? false, ...("default" in child ? { default: child.default } : {}), choices });
+    descend(child, path, out);
+  }
+  return out;
+}
+
+function descend(node: SchemaNode, path: string, out: Setting[]): void {
+  if (node.properties) settings(node, `${path}.`, out);
+  if (typeof node.additionalProperties === "object") descend(node.additionalProperties, `${path}.*`, out);
+  if (node.items) descend(node.items, `${path}[]`, out);
+}
+
+describe("README", () => {
+  it("keeps the two commands first", () => {
+    const first = /^## (.+)$/m.exec(readme)![1];
+    expect(first).toBe("The two commands");
+    expect(readme).toContain("```sh\nnpm install && npx skills build   # installs, builds the CLI, compiles ./skills into dist/skills/\nnpm test");
+  });
+
+  it("documents every config setting, with the schema's defaults and choices", () => {
+    const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as SchemaNode;
+    const expected = settings(schema);
+    const rows = tableRows(section("config-reference"));
+    // `agents.<id>.skills[].root` in the README is `agents.*.skills[].root` in the schema walk.
+    const documented = new Map(rows.map((row) => [unquote(row[0]!).replace(/<[^>]+>/g, "*"), row]));
+    expect([...documented.keys()], "README config reference rows (add or remove rows to match src/config.ts)").toEqual(expected.map((setting) => setting.path));
+    for (const setting of expected) {
+      const [, type, defaultCell] = documented.get(setting.path)!;
+      const shouldBe = setting.required ? "required" : "default" in setting ? `\`${JSON.stringify(setting.default)}\`` : "—";
+      expect(defaultCell, `default of ${setting.path}`).toBe(shouldBe);
+      for (const choice of setting.choices) expect(type, `choices of ${setting.path}`).toContain(`"${choice}"`);
+    }
+  });
+
+  it("gives a skills.config.json recipe, with $schema, that loads", async () => {
+    const recipe = /```json\n\s*(\{ "\$schema"[^\n]*)\n\s*```/.exec(readme);
+    expect(recipe, "README.md shows a skills.config.json with $schema").not.toBeNull();
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": recipe![1]! });
+    const loaded = await loadConfig(undefined, dir);
+    expect(Object.keys(loaded.config.agents)).toEqual(["assistant"]);
+  });
+
+  it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {
+    const effect = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", none: "—" } as const;
+    const expected = Object.entries(RULES).map(([code, rule]) => [`\`${code}\``, rule.severity, effect[rule.skip], rule.when]);
+    expect(tableRows(section("diagnostics"))).toEqual(expected);
+  });
+
+  it("shows each prompt format exactly as it renders", () => {
+    const skill = (name: string, mode: PromptSkill["mode"], description: string, body: string): PromptSkill => ({
+      name,
+      description,
+      location: `skills/${name}/SKILL.md`,
+      baseDir: `skills/${name}`,
+      body,
+      mode,
+      hidden: false,
+    });
+    const skills = [
+      skill("explain-code", "available", "Explain what a piece of code does. Use when asked how code works.", "# Explain code"),
+      skill("git-commit", "inline", "Write a commit message. Use when committing.", "# Commit\n\nSummarise the change in one line."),
+    ];
+    for (const format of ["pi", "markdown"] as const) {
+      const example = new RegExp(`<!-- format-example: ${format} -->\\n\`\`\`text\\n([\\s\\S]*?)\\n\`\`\``).exec(readme);
+      expect(example, `README.md has a <!-- format-example: ${format} --> block`).not.toBeNull();
+      expect(example![1]).toBe(renderPrompt(format, skills));
+    }
+  });
+});
