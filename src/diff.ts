@@ -16,9 +16,8 @@ export interface LineEdit {
 }
 
 /**
- * Past this many cells the middle of a diff (after the common head and tail) is shown as replaced whole
- * rather than aligned: a readable diff, bounded memory. At most sqrt of it lines can match, so a Uint16 holds
- * every LCS length.
+ * Past this many cells the middle of a diff (after the common head and tail) is not aligned by LCS, to bound
+ * time and memory; see `alignMiddle`. At most sqrt of it lines can match, so a Uint16 holds every LCS length.
  */
 const MAX_ALIGNED_CELLS = 4_000_000;
 
@@ -43,7 +42,13 @@ export function diffLines(before: readonly string[], after: readonly string[]): 
 function alignMiddle(a: readonly string[], b: readonly string[]): LineEdit[] {
   const deleted = a.map((line): LineEdit => ({ op: "delete", line }));
   const inserted = b.map((line): LineEdit => ({ op: "insert", line }));
-  if (a.length === 0 || b.length === 0 || (a.length + 1) * (b.length + 1) > MAX_ALIGNED_CELLS) return [...deleted, ...inserted];
+  if (a.length === 0 || b.length === 0) return [...deleted, ...inserted];
+  if ((a.length + 1) * (b.length + 1) > MAX_ALIGNED_CELLS) {
+    // Too big to align. Equal lengths are paired line by line, which is exact for the common large case (edits
+    // in place, such as every location changing); otherwise the middle is shown replaced whole.
+    if (a.length !== b.length) return [...deleted, ...inserted];
+    return a.flatMap((line, i) => (line === b[i] ? [{ op: "equal", line }] : [deleted[i]!, inserted[i]!]));
+  }
   // common[i * width + j]: length of the longest common subsequence of a[i..] and b[j..].
   const width = b.length + 1;
   const common = new Uint16Array((a.length + 1) * width);

@@ -36,12 +36,17 @@ describe("diffLines", () => {
     );
   });
 
-  it("still gives a correct diff past the alignment limit, replacing the changed middle whole", () => {
+  it("past the alignment limit, pairs equal-length sides line by line, and otherwise replaces the changed middle whole", () => {
     const before = Array.from({ length: 3000 }, (_, i) => `line ${i}`);
-    const after = before.map((line, i) => (i % 2 === 0 ? `${line} changed` : line));
-    const edits = diffLines(before, after);
-    expect(edits.filter((edit) => edit.op !== "insert").map((edit) => edit.line)).toEqual(before);
-    expect(edits.filter((edit) => edit.op !== "delete").map((edit) => edit.line)).toEqual(after);
+    const inPlace = before.map((line, i) => (i % 2 === 0 ? `${line} changed` : line));
+    const longer = [...inPlace.slice(0, 1500), "inserted", ...inPlace.slice(1500)];
+    for (const after of [inPlace, longer]) {
+      const edits = diffLines(before, after);
+      expect(edits.filter((edit) => edit.op !== "insert").map((edit) => edit.line)).toEqual(before);
+      expect(edits.filter((edit) => edit.op !== "delete").map((edit) => edit.line)).toEqual(after);
+    }
+    expect(diffLines(before, inPlace).filter((edit) => edit.op === "equal")).toHaveLength(1500);
+    expect(diffLines(before, longer).filter((edit) => edit.op === "equal")).toHaveLength(1); // the common last line
   });
 
   it("counts lines added and removed", () => {
