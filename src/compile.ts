@@ -60,9 +60,6 @@ export interface Compilation {
   diagnostics: Diagnostic[];
 }
 
-/** Open files at once while reading SKILL.md files: enough to keep the disk busy, far from the fd limit. */
-const READ_CONCURRENCY = 64;
-
 export interface CompileOptions {
   /** Called as SKILL.md files are read and checked, so a front end can show progress on long runs. */
   onProgress?: (progress: { done: number; total: number }) => void;
@@ -76,14 +73,14 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const display = (path: string) => relativeTo(configDir, path);
   const findings: Finding[] = [];
 
-  const roots = new Map<string, Promise<RootListing>>();
+  const roots = new Map<string, RootListing>();
   for (const agent of Object.values(config.agents)) {
     for (const source of agent.skills) {
       const root = resolveRoot(source.root, configDir);
       if (!roots.has(root)) roots.set(root, discoverRoot(root, display));
     }
   }
-  const listings = await Promise.all(roots.values());
+  const listings = [...roots.values()];
 
   // A file reached through two roots (one nested in the other) is read and checked once.
   const byFile = new Map<string, { folder: string; dir: string; file: string }>();
@@ -92,23 +89,27 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     for (const skill of listing.skills) if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
   }
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
-  const checkFile = async ({ file, folder }: { file: string; folder: string }) => {
+  const skillFileHashes = new Map<string, { size: number; sha256: string }>();
+  const checkFile = ({ file, folder }: { file: string; folder: string }) => {
     const displayFile = display(file);
-    const bytes = await readSkillBytes(file);
-    if (!(bytes instanceof Uint8Array)) {
-      findings.push({ ...bytes, file: displayFile });
+    const read = readSkillBytes(file);
+    if (!("bytes" in read)) {
+      findings.push({ ...read, file: displayFile });
       return;
     }
+    const { bytes } = read;
     const parsed = parseSkillFile(displayFile, bytes, config.yaml === "recover");
     const { content, findings: skillFindings } = validateSkill(displayFile, folder, parsed, { descriptionFallback: config.descriptionFallback });
     findings.push(...skillFindings);
-    if (content) validByFile.set(file, { ...content, file, displayFile, hash: createHash("sha256").update(bytes).digest("hex") });
+    const hash = createHash("sha256").update(bytes).digest("hex");
+    skillFileHashes.set(file, { size: bytes.byteLength, sha256: hash });
+    if (content) validByFile.set(file, { ...content, file, displayFile, hash });
   };
   let done = 0;
-  await forEachLimited([...byFile.values()], READ_CONCURRENCY, async (skill) => {
-    await checkFile(skill);
+  for (const skill of byFile.values()) {
+    checkFile(skill);
     options.onProgress?.({ done: ++done, total: byFile.size });
-  });
+  }
   const validByRoot = new Map<string, RootSkill[]>();
   for (const listing of listings) {
     const skills: RootSkill[] = [];
@@ -188,7 +189,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     };
   });
 
-  await hashSkillFiles(agents, display, findings);
+  hashSkillFiles(agents, display, findings, skillFileHashes);
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules) };
 }
 
@@ -307,31 +308,26 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
   return { files, text: texts.join("\n\n---\n\n") };
 }
 
-/** Sizes and hashes the files of every skill in the bundle, each folder once. */
-async function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string) => string, findings: Finding[]): Promise<void> {
+/** Sizes and hashes the files of every skill in the bundle, each folder once; `known` holds what was read already. */
+function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string) => string, findings: Finding[], known: ReadonlyMap<string, { size: number; sha256: string }>): void {
   const bySkill = new Map<string, AgentSkill[]>();
   for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);
-  const jobs = [...bySkill.values()].flatMap((copies) => copies[0]!.files.map((file, index) => ({ copies, index, path: join(copies[0]!.sourceDir, file.path) })));
   const unreadable = new Set<string>();
-  await forEachLimited(jobs, READ_CONCURRENCY, async ({ copies, index, path }) => {
-    try {
-      const { size, sha256 } = await hashFile(path);
-      Object.assign(copies[0]!.files[index]!, { size, sha256 });
-    } catch (error) {
-      unreadable.add(path);
-      findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
-    }
-  });
+  for (const copies of bySkill.values()) {
+    const { files, sourceDir } = copies[0]!;
+    files.forEach((file, index) => {
+      const path = join(sourceDir, file.path);
+      try {
+        const { size, sha256 } = known.get(path) ?? hashFile(path);
+        files[index] = { path: file.path, size, sha256 };
+      } catch (error) {
+        unreadable.add(path);
+        findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
+      }
+    });
+  }
   for (const copies of bySkill.values()) {
     const files = copies[0]!.files.filter((file) => !unreadable.has(join(copies[0]!.sourceDir, file.path)));
     for (const skill of copies) skill.files = files;
   }
-}
-
-async function forEachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -1,5 +1,4 @@
-import type { Dirent } from "node:fs";
-import { open, readdir, readFile, realpath, stat } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { compareStrings, type Finding } from "./diagnostics.js";
@@ -36,15 +35,19 @@ interface IgnoreLayer {
 /**
  * Walks one root (SPEC §3): dot entries and node_modules skipped, .gitignore honoured, symlinks followed
  * while they stay inside the root, and a folder holding SKILL.md is one skill whose subfolders are its
- * resources. Folders are read in parallel; the result is put in path order afterwards, so it never
- * depends on the order in which the filesystem answers.
+ * resources. The result is put in path order afterwards, so it never depends on the order in which the
+ * filesystem lists entries.
+ *
+ * Synchronous on purpose: with the page cache warm (every build after a checkout or an edit), a synchronous
+ * readdir costs a fraction of a promise round trip through the thread pool, and a 10,000-skill walk is
+ * mostly such calls.
  */
-export async function discoverRoot(root: string, display: (path: string) => string): Promise<RootListing> {
+export function discoverRoot(root: string, display: (path: string) => string): RootListing {
   const findings: Finding[] = [];
   let rootReal: string;
   try {
-    rootReal = await realpath(root);
-    if (!(await stat(rootReal)).isDirectory()) throw new Error("not a folder");
+    rootReal = realpathSync.native(root);
+    if (!statSync(rootReal).isDirectory()) throw new Error("not a folder");
   } catch (error) {
     findings.push({
       code: "root-missing",
@@ -57,30 +60,34 @@ export async function discoverRoot(root: string, display: (path: string) => stri
 
   const found: DiscoveredSkill[] = [];
   const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
+  const withIgnoreFile = (layers: readonly IgnoreLayer[], dir: string, relDir: string): readonly IgnoreLayer[] => {
+    let rules = "";
+    try {
+      rules = readFileSync(join(dir, ".gitignore"), "utf8");
+    } catch {
+      // an unreadable .gitignore ignores nothing
+    }
+    return [...layers, { prefix: relDir ? `${relDir}/` : "", matcher: ignore().add(rules) }];
+  };
 
-  const walk = async (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], layers: readonly IgnoreLayer[], viaLink: boolean): Promise<void> => {
+  const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], layers: readonly IgnoreLayer[], viaLink: boolean): void => {
     let entries: Dirent[];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch (error) {
       findings.push({ code: "path-unreadable", file: display(dir), message: `the folder ${display(dir)} ${describeFsError(error, "cannot be read")}; skills below it are left out` });
       return;
     }
-
-    const gitignore = entries.find((entry) => entry.name === ".gitignore" && entry.isFile());
-    const withLayer = async () => {
-      const rules = await readFile(join(dir, ".gitignore"), "utf8").catch(() => "");
-      return [...layers, { prefix: relDir ? `${relDir}/` : "", matcher: ignore().add(rules) }];
-    };
+    const gitignore = entries.some((entry) => entry.name === ".gitignore" && entry.isFile());
 
     const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
     if (skillEntry && !isIgnored(layers, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
       const file = join(dir, "SKILL.md");
       let realFile: string | undefined;
       if (skillEntry.isFile()) {
-        realFile = viaLink ? await realpath(file).catch(() => file) : join(dirReal, "SKILL.md");
+        realFile = viaLink ? realpathOr(file) : join(dirReal, "SKILL.md");
       } else if (skillEntry.isSymbolicLink()) {
-        const target = await resolveLink(file);
+        const target = resolveLink(file);
         if (target?.stats.isFile()) {
           if (!isInsideRoot(target.real)) {
             findings.push(escapeFinding(display(file), target.real, display));
@@ -91,45 +98,38 @@ export async function discoverRoot(root: string, display: (path: string) => stri
       }
       if (realFile !== undefined) {
         const files: string[] = [];
-        await collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? await withLayer() : layers, entries, files);
+        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(layers, dir, relDir) : layers, entries, files);
         found.push({ file, dir: relDir, realFile, files: files.sort(comparePaths) });
         return;
       }
       // A SKILL.md that is a folder, a FIFO or a broken link does not make a skill; keep walking.
     }
 
-    if (gitignore) layers = await withLayer();
-
-    const children: Promise<void>[] = [];
+    if (gitignore) layers = withIgnoreFile(layers, dir, relDir);
     for (const entry of entries) {
       if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const path = join(dir, entry.name);
       if (entry.isDirectory()) {
-        if (isIgnored(layers, rel, true)) continue;
-        children.push(walk(path, rel, join(dirReal, entry.name), [...ancestors, dirReal], layers, viaLink));
+        if (!isIgnored(layers, rel, true)) walk(path, rel, join(dirReal, entry.name), [...ancestors, dirReal], layers, viaLink);
       } else if (entry.isSymbolicLink()) {
-        children.push(
-          resolveLink(path).then((target) => {
-            if (!target?.stats.isDirectory() || isIgnored(layers, rel, true)) return; // broken links and links to files are not skills
-            if (!isInsideRoot(target.real)) {
-              findings.push(escapeFinding(display(path), target.real, display));
-              return;
-            }
-            if (target.real === dirReal || ancestors.includes(target.real)) return; // a cycle: this folder is already being walked
-            return walk(path, rel, target.real, [...ancestors, dirReal], layers, true);
-          }),
-        );
+        const target = resolveLink(path);
+        if (!target?.stats.isDirectory() || isIgnored(layers, rel, true)) continue; // broken links and links to files are not skills
+        if (!isInsideRoot(target.real)) {
+          findings.push(escapeFinding(display(path), target.real, display));
+          continue;
+        }
+        if (target.real === dirReal || ancestors.includes(target.real)) continue; // a cycle: this folder is already being walked
+        walk(path, rel, target.real, [...ancestors, dirReal], layers, true);
       }
     }
-    await Promise.all(children);
   };
 
   /**
    * A skill folder's files, by the walk's rules: dot entries, node_modules and ignored paths left out, links
    * followed while they stay inside the root, cycles ended. `entries` is the folder's listing, already read.
    */
-  const collectFiles = async (
+  const collectFiles = (
     dir: string,
     relDir: string,
     skillRel: string,
@@ -138,51 +138,43 @@ export async function discoverRoot(root: string, display: (path: string) => stri
     layers: readonly IgnoreLayer[],
     entries: readonly Dirent[],
     files: string[],
-  ): Promise<void> => {
-    const children: Promise<void>[] = [];
+  ): void => {
     for (const entry of entries) {
       if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const fileRel = skillRel ? `${skillRel}/${entry.name}` : entry.name;
       const path = join(dir, entry.name);
-      const descend = async (real: string) => {
+      const descend = (real: string) => {
         if (real === dirReal || ancestors.includes(real)) return; // a cycle
         let inner: Dirent[];
         try {
-          inner = await readdir(path, { withFileTypes: true });
+          inner = readdirSync(path, { withFileTypes: true });
         } catch (error) {
           findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describeFsError(error, "cannot be read")}; its files are left out of the skill` });
           return;
         }
         const ignoreFile = inner.some((child) => child.name === ".gitignore" && child.isFile());
-        const innerLayers = ignoreFile
-          ? [...layers, { prefix: `${rel}/`, matcher: ignore().add(await readFile(join(path, ".gitignore"), "utf8").catch(() => "")) }]
-          : layers;
-        await collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], innerLayers, inner, files);
+        collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(layers, path, rel) : layers, inner, files);
       };
       if (entry.isFile()) {
         if (!isIgnored(layers, rel, false)) files.push(fileRel);
       } else if (entry.isDirectory()) {
-        if (!isIgnored(layers, rel, true)) children.push(descend(join(dirReal, entry.name)));
+        if (!isIgnored(layers, rel, true)) descend(join(dirReal, entry.name));
       } else if (entry.isSymbolicLink()) {
-        children.push(
-          resolveLink(path).then((target) => {
-            if (!target || !(target.stats.isFile() || target.stats.isDirectory())) return; // broken links, FIFOs, devices
-            if (isIgnored(layers, rel, target.stats.isDirectory())) return;
-            if (!isInsideRoot(target.real)) {
-              findings.push(escapeFinding(display(path), target.real, display));
-              return;
-            }
-            if (target.stats.isFile()) files.push(fileRel);
-            else return descend(target.real);
-          }),
-        );
+        const target = resolveLink(path);
+        if (!target || !(target.stats.isFile() || target.stats.isDirectory())) continue; // broken links, FIFOs, devices
+        if (isIgnored(layers, rel, target.stats.isDirectory())) continue;
+        if (!isInsideRoot(target.real)) {
+          findings.push(escapeFinding(display(path), target.real, display));
+          continue;
+        }
+        if (target.stats.isFile()) files.push(fileRel);
+        else descend(target.real);
       }
     }
-    await Promise.all(children);
   };
 
-  await walk(root, "", rootReal, [], [], false);
+  walk(root, "", rootReal, [], [], false);
 
   found.sort((a, b) => comparePaths(a.dir, b.dir));
   const seen = new Set<string>();
@@ -213,12 +205,20 @@ function isIgnored(layers: readonly IgnoreLayer[], rel: string, isDir: boolean):
   return false;
 }
 
-async function resolveLink(path: string): Promise<{ real: string; stats: Awaited<ReturnType<typeof stat>> } | undefined> {
+function resolveLink(path: string): { real: string; stats: Stats } | undefined {
   try {
-    const real = await realpath(path);
-    return { real, stats: await stat(real) };
+    const real = realpathSync.native(path);
+    return { real, stats: statSync(real) };
   } catch {
     return undefined;
+  }
+}
+
+function realpathOr(path: string): string {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return path;
   }
 }
 
@@ -231,25 +231,34 @@ function escapeFinding(file: string, target: string, display: (path: string) => 
   };
 }
 
-/** Reads at most one byte past the size limit: parsing reports a larger file without it ever being loaded whole. */
-export async function readSkillBytes(file: string): Promise<Uint8Array | Finding> {
-  let handle;
+/** SKILL.md's bytes, and the file's identity and times, which tell the cache whether it changed. */
+export interface SkillBytes {
+  bytes: Uint8Array;
+  stats: BigIntStats;
+}
+
+/**
+ * Reads at most one byte past the size limit: parsing reports a larger file without it ever being loaded whole.
+ * Opened non-blocking, so a FIFO put in a file's place cannot hang the build.
+ */
+export function readSkillBytes(file: string): SkillBytes | Finding {
+  let fd: number | undefined;
   try {
-    handle = await open(file, "r");
-    const stats = await handle.stat();
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stats = fstatSync(fd, { bigint: true });
     if (!stats.isFile()) throw Object.assign(new Error("is not a regular file"), { code: "EISDIR" });
-    const buffer = Buffer.allocUnsafe(Math.min(stats.size, MAX_SKILL_FILE_BYTES) + 1);
+    const buffer = Buffer.allocUnsafe(Math.min(Number(stats.size), MAX_SKILL_FILE_BYTES) + 1);
     let length = 0;
     while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      const bytesRead = readSync(fd, buffer, length, buffer.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    return buffer.subarray(0, length);
+    return { bytes: buffer.subarray(0, length), stats };
   } catch (error) {
     return { code: "path-unreadable", file, message: `SKILL.md ${describeFsError(error, "cannot be read")}; the skill is left out` };
   } finally {
-    await handle?.close();
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from "node:fs";
 
 /** One file of a skill folder, as the manifest lists it. */
 export interface SkillFile {
@@ -9,15 +9,25 @@ export interface SkillFile {
   sha256: string;
 }
 
-/** Size and sha256 of a file, streamed so a large asset is never held in memory whole. */
-export async function hashFile(path: string): Promise<{ size: number; sha256: string }> {
-  const hash = createHash("sha256");
-  let size = 0;
-  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
-    hash.update(chunk);
-    size += chunk.length;
+/** Read size of `hashFile`: one buffer serves every call, since reads are synchronous. */
+const CHUNK = Buffer.allocUnsafe(256 * 1024);
+
+/**
+ * Size and sha256 of a file, and its identity and times (which tell the cache whether it changed), read in
+ * chunks so a large asset is never held in memory whole. Synchronous: most skill files are a few kilobytes,
+ * and a stream's setup costs more than reading them. Opened non-blocking, so a FIFO cannot hang the build.
+ */
+export function hashFile(path: string): { size: number; sha256: string; stats: BigIntStats } {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stats = fstatSync(fd, { bigint: true });
+    const hash = createHash("sha256");
+    let size = 0;
+    for (let bytesRead; (bytesRead = readSync(fd, CHUNK, 0, CHUNK.length, null)) > 0; size += bytesRead) hash.update(CHUNK.subarray(0, bytesRead));
+    return { size, sha256: hash.digest("hex"), stats };
+  } finally {
+    closeSync(fd);
   }
-  return { size, sha256: hash.digest("hex") };
 }
 
 /** The folder-structure summary of the manifest: totals, and counts per top-level folder (`references`, `scripts`…). */
