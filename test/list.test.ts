@@ -58,6 +58,28 @@ describe("skills list", () => {
     expect(built.promptCharacters).toBe(coding.promptCharacters);
   });
 
+  it("shows the catalogue against the agent's budget and names the skills the budget left out", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { small: { skills: [{ root: "skills" }], budget: 600 }, roomy: { skills: [{ root: "skills" }], budget: 2000 } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+      "skills/beta/SKILL.md": skillMd("beta"),
+    });
+    const run = await runCli(["list"], { cwd: dir });
+    expect(run.code).toBe(0);
+    const json = JSON.parse((await runCli(["list", "--format", "json"], { cwd: dir })).stdout);
+    const [small, roomy] = json.agents;
+    expect(small.budget).toEqual({ limit: 600, dropped: ["beta"] });
+    expect(small.skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha"]);
+    expect(small.catalogueCharacters).toBeLessThanOrEqual(600);
+    expect(roomy.budget).toEqual({ limit: 2000, dropped: [] });
+    const percent = (agent: { catalogueCharacters: number; budget: { limit: number } }) => Math.round((agent.catalogueCharacters * 100) / agent.budget.limit);
+    expect(run.stdout).toContain(`small: 1 skill, catalogue ${small.catalogueCharacters} characters (${percent(small)}% of its 600 budget)`);
+    expect(run.stdout).toContain("  left out by the budget: beta\n");
+    expect(run.stdout).toContain(`roomy: 2 skills, catalogue ${roomy.catalogueCharacters} characters (${percent(roomy)}% of its 2000 budget)`);
+    expect(run.stderr).toBe("0 errors, 1 warning; run `skills check` for details.\n");
+  });
+
   it("an unknown --agent is a usage error that suggests the closest id", async () => {
     const dir = await project();
     const run = await runCli(["list", "--agent", "codng"], { cwd: dir });

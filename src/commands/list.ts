@@ -58,7 +58,8 @@ interface AgentListing {
   promptCharacters: number;
   /** Characters of the catalogue of available skills, what an agent's `budget` limits. */
   catalogueCharacters: number;
-  budget?: number;
+  /** The agent's `budget`, and the skills it left out of the catalogue (`budget-exceeded`), in prompt order. */
+  budget?: { limit: number; dropped: string[] };
   skills: {
     name: string;
     mode: string;
@@ -80,7 +81,7 @@ function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
     format: agent.format,
     promptCharacters: agent.prompt.length,
     catalogueCharacters: agent.catalogueCharacters,
-    ...(agent.budget === undefined ? {} : { budget: agent.budget.limit }),
+    ...(agent.budget === undefined ? {} : { budget: { limit: agent.budget.limit, dropped: agent.budget.dropped.map((skill) => skill.name) } }),
     skills: agent.skills.map((skill) => ({
       name: skill.name,
       mode: skill.mode,
@@ -96,9 +97,10 @@ function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
 
 function formatAgent(agent: AgentListing): string {
   const count = `${agent.skills.length} ${agent.skills.length === 1 ? "skill" : "skills"}`;
-  const budget = agent.budget === undefined ? "" : ` of a ${agent.budget} budget (${Math.round((agent.catalogueCharacters * 100) / agent.budget)}%)`;
+  const budget = agent.budget === undefined ? "" : ` (${Math.round((agent.catalogueCharacters * 100) / agent.budget.limit)}% of its ${agent.budget.limit} budget)`;
   const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${budget}, prompt ${agent.promptCharacters} characters`;
-  if (agent.skills.length === 0) return `${heading}\n  (no skills)`;
+  const dropped = agent.budget?.dropped.length ? [`  left out by the budget: ${agent.budget.dropped.join(", ")}`] : [];
+  if (agent.skills.length === 0) return [heading, "  (no skills)", ...dropped].join("\n");
   const rows = [
     ["name", "mode", "source", "description", "flags"],
     ...agent.skills.map((skill) => [
@@ -113,5 +115,5 @@ function formatAgent(agent: AgentListing): string {
   const lines = rows.map((row) =>
     `  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ")}`.trimEnd(),
   );
-  return [heading, ...lines].join("\n");
+  return [heading, ...lines, ...dropped].join("\n");
 }
