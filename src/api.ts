@@ -1,11 +1,12 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { bundleFiles } from "./bundle.js";
+import { bundleFiles, stagedCopies, type StagedCopy } from "./bundle.js";
 import { compile, type Compilation, type CompileOptions } from "./compile.js";
 import { loadConfig } from "./config.js";
 import { compareStrings, countBySeverity } from "./diagnostics.js";
 import { unifiedDiff } from "./diff.js";
 import { writeBundle } from "./emit.js";
+import { hashFile } from "./resources.js";
 
 export interface CheckOptions {
   /** Config file; found in `cwd` when omitted. */
@@ -69,8 +70,9 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   const { outDir } = result;
   if (!result.ok) return { ...result, outDir, written: false, stale: [] };
   const files = bundleFiles(result);
-  if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files)) };
-  await writeBundle(outDir, files);
+  const copies = stagedCopies(result);
+  if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files, copies)) };
+  await writeBundle(outDir, files, copies);
   return { ...result, outDir, written: true, stale: [] };
 }
 
@@ -78,7 +80,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
 const STALE_DIFF_LINES = 40;
 
 /** Compares a fresh bundle with the one in `outDir`; reads only. */
-async function compareWithDisk(outDir: string, files: ReadonlyMap<string, string>): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
+async function compareWithDisk(outDir: string, files: ReadonlyMap<string, string>, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
   const stale: StaleFile[] = [];
   const onDisk = new Map<string, string>();
   for (const [path, text] of files) {
@@ -87,7 +89,19 @@ async function compareWithDisk(outDir: string, files: ReadonlyMap<string, string
     else if (existing !== text) stale.push({ path, state: "changed" });
     if (existing !== undefined) onDisk.set(path, existing);
   }
-  for (const path of await listFiles(outDir)) if (!files.has(path)) stale.push({ path, state: "extra" });
+  // Staged copies are compared by hash: they may be large or binary, and the diff below is for text.
+  for (const copy of copies) {
+    let existing: string | undefined;
+    try {
+      existing = hashFile(join(outDir, copy.path)).sha256;
+    } catch {
+      existing = undefined;
+    }
+    if (existing === undefined) stale.push({ path: copy.path, state: "missing" });
+    else if (existing !== copy.sha256) stale.push({ path: copy.path, state: "changed" });
+  }
+  const expected = new Set([...files.keys(), ...copies.map((copy) => copy.path)]);
+  for (const path of await listFiles(outDir)) if (!expected.has(path)) stale.push({ path, state: "extra" });
   stale.sort((a, b) => compareStrings(a.path, b.path));
 
   // A missing file is listed, not diffed: its whole text would say nothing the listing does not.

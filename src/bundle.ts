@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
+import { join } from "node:path";
 import type { Compilation } from "./compile.js";
 import { compareStrings } from "./diagnostics.js";
 import type { Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
+import { summarizeStructure } from "./resources.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";
@@ -23,6 +25,9 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file })),
+      ...(agent.description === undefined ? {} : { description: agent.description }),
+      ...(agent.budget ? { budget: agent.budget.limit } : {}),
+      ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
     };
     for (const skill of agent.skills) {
       skills.set(skill.file, {
@@ -35,6 +40,9 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
         fields: skill.fields,
         extra: skill.extra,
         body: skill.body,
+        files: skill.files,
+        structure: summarizeStructure(skill.files),
+        ...(skill.staged ? { staged: skill.staged } : {}),
       });
     }
   }
@@ -52,16 +60,40 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
   return files;
 }
 
+/** A skill file `stage: true` copies into the bundle. */
+export interface StagedCopy {
+  /** Absolute path of the file in the skill folder. */
+  from: string;
+  /** Path inside the bundle, `skills/<name>/…`. */
+  path: string;
+  /** What the manifest records for it. */
+  sha256: string;
+}
+
+/** The files `stage: true` copies, each skill folder once, by bundle path. Pure. */
+export function stagedCopies(compilation: Compilation): StagedCopy[] {
+  const copies = new Map<string, StagedCopy>();
+  for (const agent of compilation.agents) {
+    for (const skill of agent.skills) {
+      if (!skill.staged) continue;
+      for (const file of skill.files) copies.set(`${skill.staged}/${file.path}`, { from: join(skill.sourceDir, file.path), path: `${skill.staged}/${file.path}`, sha256: file.sha256 });
+    }
+  }
+  return [...copies.values()].sort((a, b) => compareStrings(a.path, b.path));
+}
+
 /**
- * Identifies what the bundle was built from, so a server can log it: the resolved config and the path and
- * content hash of every skill in the bundle. Paths are config-relative, so the hash does not depend on the
- * folder the project sits in.
+ * Identifies what the bundle was built from, so a server can log it: the resolved config (a format function by
+ * its source text), and the path and content hash of every skill in the bundle, its files and its agents'
+ * context files. Paths are config-relative, so the hash does not depend on the folder the project sits in.
  */
 function inputsHash(compilation: Compilation): string {
-  const skills = new Map<string, string>();
-  for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, skill.hash);
+  const skills = new Map<string, unknown>();
+  for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, [skill.hash, skill.files.map((file) => [file.path, file.sha256])]);
   const sorted = [...skills.entries()].sort(([a], [b]) => compareStrings(a, b));
-  return sha256(stableJson({ config: compilation.config.config, skills: sorted }));
+  const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
+  const config = JSON.parse(JSON.stringify(compilation.config.config, (_key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : value)));
+  return sha256(stableJson({ config, skills: sorted, context }));
 }
 
 /** sha256 of each file (all but the manifest, which holds them), by path. */

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { GENERATOR } from "./bundle.js";
+import { GENERATOR, type StagedCopy } from "./bundle.js";
+import { hashFile } from "./resources.js";
 
 /** The outDir is one skillbake must not replace; the CLI exits 2. */
 export class OutputError extends Error {
@@ -11,8 +12,9 @@ export class OutputError extends Error {
 /**
  * Writes the bundle into a sibling temporary folder, then swaps it in (SPEC §6), so readers see the old
  * bundle or the new one, never a mix. A folder that holds anything but a skillbake bundle is never replaced.
+ * `copies` are skill files `stage: true` puts into the bundle.
  */
-export async function writeBundle(outDir: string, files: ReadonlyMap<string, string>): Promise<void> {
+export async function writeBundle(outDir: string, files: ReadonlyMap<string, string>, copies: readonly StagedCopy[] = []): Promise<void> {
   await assertReplaceable(outDir);
   const parent = dirname(outDir);
   await mkdir(parent, { recursive: true });
@@ -25,6 +27,7 @@ export async function writeBundle(outDir: string, files: ReadonlyMap<string, str
       await mkdir(dirname(target), { recursive: true });
       await writeFile(target, text);
     }
+    await stageCopies(staging, copies);
     let replaced = false;
     try {
       await rename(outDir, retired);
@@ -36,6 +39,18 @@ export async function writeBundle(outDir: string, files: ReadonlyMap<string, str
     if (replaced) await rm(retired, { recursive: true, force: true });
   } finally {
     await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** Copies staged skill files (modes kept, so scripts stay executable), each checked against the manifest's hash. */
+async function stageCopies(staging: string, copies: readonly StagedCopy[]): Promise<void> {
+  for (const copy of copies) {
+    const target = join(staging, copy.path);
+    await mkdir(dirname(target), { recursive: true });
+    await copyFile(copy.from, target);
+    if (hashFile(target).sha256 !== copy.sha256) {
+      throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
+    }
   }
 }
 

@@ -28,6 +28,9 @@ const manifestAgent = z.strictObject({
       }),
     )
     .describe("The skills the agent sees, in prompt order."),
+  description: z.string().optional().describe("The agent's `description` from the config."),
+  budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take."),
+  context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
 });
 
 const manifestSkill = z.strictObject({
@@ -40,6 +43,23 @@ const manifestSkill = z.strictObject({
   fields: z.strictObject(optionalFields).partial().describe("The known frontmatter fields, validated and normalised."),
   extra: z.record(z.string(), z.unknown()).describe("Every other frontmatter field, untouched."),
   body: z.string().describe("The Markdown after the frontmatter, trimmed."),
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string().describe("Relative to the skill folder, `/`-separated."),
+        size: z.number().int().nonnegative(),
+        sha256,
+      }),
+    )
+    .describe("Every file of the skill folder, SKILL.md included, in path order; the discovery rules apply (no dot files, node_modules, ignored files or links out of the root)."),
+  structure: z
+    .strictObject({
+      files: z.number().int().nonnegative(),
+      bytes: z.number().int().nonnegative(),
+      folders: z.record(z.string(), z.strictObject({ files: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() })),
+    })
+    .describe("Totals of `files`, and per top-level folder (references, scripts, assets…)."),
+  staged: z.string().optional().describe("With `stage: true`: the skill folder's copy inside the bundle, skills/<name>."),
 });
 
 const manifestDiagnostic = z.strictObject({

@@ -32,6 +32,7 @@ function moduleJs(agents: readonly CompiledAgent[]): string {
   for (const agent of agents) {
     agentData[agent.id] = {
       format: agent.format,
+      ...(agent.description === undefined ? {} : { description: agent.description }),
       prompt: agent.prompt,
       modelInvocable: [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name))],
     };
@@ -133,6 +134,8 @@ export interface SkillEntry<N extends string = string> {
 export interface Agent<A extends AgentId> {
   readonly id: A;
   readonly format: FormatName;
+  /** The agent's \`description\` from the config. */
+  readonly description?: string;
   /** The agent's system-prompt fragment, byte for byte \`prompts/<agent>.txt\`. */
   readonly prompt: string;
   /** Every selected skill, in prompt order; a name selected from several sources appears once per source. */

@@ -36,6 +36,8 @@ export interface SkillEntry extends SkillFile {
 /** What an agent needs before any skill is looked up: enough for `getPrompt` and `skillTool`. */
 export interface AgentData {
   format: FormatName;
+  /** The agent's `description` from the config. */
+  description?: string;
   prompt: string;
   /** Skill names the model may invoke (no `disable-model-invocation: true`), unique, in prompt order. */
   modelInvocable: string[];
@@ -50,6 +52,7 @@ export interface SkillTable {
 export interface Agent {
   readonly id: string;
   readonly format: FormatName;
+  readonly description?: string;
   readonly prompt: string;
   readonly skills: readonly SkillEntry[];
 }
@@ -144,10 +147,11 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
 
   const agents: Record<string, Agent> = {};
   for (const id of ids) {
-    const { format, prompt } = agentData[id]!;
+    const { format, description, prompt } = agentData[id]!;
     agents[id] = Object.freeze({
       id,
       format,
+      ...(description === undefined ? {} : { description }),
       prompt,
       get skills() {
         return skillsOf(id).entries;
