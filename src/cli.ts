@@ -6,10 +6,11 @@ import { UsageError, write, type Command, type CommandIO } from "./commands/comm
 import { diffCommand } from "./commands/diff.js";
 import { initCommand } from "./commands/init.js";
 import { listCommand } from "./commands/list.js";
+import { schemaCommand } from "./commands/schema.js";
 import { didYouMean } from "./suggest.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
-const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand];
+const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand, schemaCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));

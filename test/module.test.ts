@@ -1,0 +1,204 @@
+import { readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import AjvModule from "ajv";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runCli, tempDir, writeTree } from "./helpers.js";
+
+/** The runtime API of a generated module, as the tests use it (the generated .d.ts is tested in module-types). */
+interface BundleModule {
+  agents: Record<string, { id: string; format: string; prompt: string; skills: readonly Entry[] }>;
+  getPrompt(agent: string): string;
+  getSkill(agent: string, name: string): Entry;
+  renderSkill(agent: string, name: string, args?: string): string;
+  listUserInvocable(agent: string): readonly Entry[];
+  skillTool(agent: string): { name: string; description: string; parameters: Record<string, unknown> & { properties: { skill: { enum: string[] } } } } | null;
+}
+interface Entry {
+  name: string;
+  description: string;
+  file: string;
+  location: string;
+  baseDir: string;
+  mode: string;
+  source: number;
+  hash: string;
+  fields: Record<string, unknown>;
+  extra: Record<string, unknown>;
+  body: string;
+}
+
+const md = (frontmatter: string, body: string) => `---\n${frontmatter}\n---\n\n${body}\n`;
+
+// No body below contains the words the no-import test looks for.
+const TREE = {
+  "skills.config.json": JSON.stringify({
+    agents: {
+      coding: { skills: [{ root: "skills", available: ["*", "!review"], inline: ["commit"] }] },
+      chat: { format: "markdown", skills: [{ root: "skills", available: ["review", "notes"] }] },
+      empty: { skills: [{ root: "skills", available: ["deploy"] }] },
+    },
+  }),
+  "skills/commit/SKILL.md": md("name: commit\ndescription: Write a commit message.\nargument-hint: '[message]'", "Commit with message: $ARGUMENTS"),
+  "skills/deploy/SKILL.md": md("name: deploy\ndescription: Ship a build.\ndisable-model-invocation: true", "Deploy $0 to $ARGUMENTS[1] in region [$2]."),
+  "skills/notes/SKILL.md": md(
+    "name: notes\ndescription: Café notes ✓ 😀 & <tags>\nuser-invocable: false\ntags: [a, b]\nallowed-tools: Read, Grep\nowner:\n  team: docs\n  since: 2024",
+    "Keep notes — in UTF-8: ünïcödé ✓ 😀.",
+  ),
+  "skills/review/SKILL.md": md("name: review\ndescription: Review a change.", "Review the change."),
+};
+
+let dir: string;
+let out: string;
+const load = (path: string, bust = ""): Promise<BundleModule> => import(pathToFileURL(join(out, path)).href + bust);
+
+beforeAll(async () => {
+  dir = await tempDir();
+  await writeTree(dir, TREE);
+  const run = await runCli(["build"], { cwd: dir });
+  expect(run.stderr).toContain("Wrote dist/skills");
+  out = join(dir, "dist/skills");
+});
+
+describe("the generated modules", () => {
+  it("getPrompt is byte for byte prompts/<agent>.txt, from index.js and from agents/<id>.js", async () => {
+    const index = await load("index.js");
+    for (const id of ["coding", "chat", "empty"]) {
+      const text = await readFile(join(out, `prompts/${id}.txt`), "utf8");
+      expect(index.getPrompt(id)).toBe(text);
+      expect(index.agents[id]!.prompt).toBe(text);
+      expect((await load(`agents/${id}.js`)).getPrompt(id)).toBe(text);
+    }
+    expect(index.getPrompt("chat")).toContain("- notes: Café notes ✓ 😀 & <tags> (file: ");
+  });
+
+  it("agents/<id>.js holds its own agent only", async () => {
+    const chat = await load("agents/chat.js");
+    expect(Object.keys(chat.agents)).toEqual(["chat"]);
+    expect(() => chat.getPrompt("coding")).toThrow('Unknown agent "coding". This bundle has: chat.');
+    const text = await readFile(join(out, "agents/chat.js"), "utf8");
+    expect(text).not.toContain("Commit with message");
+    expect(text).toContain("Review the change.");
+  });
+
+  it("getSkill carries what the manifest says of the skill, with the agent's mode and source", async () => {
+    const index = await load("index.js");
+    const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8"));
+    const fromManifest = manifest.skills.find((skill: { name: string }) => skill.name === "notes");
+    const notes = index.getSkill("coding", "notes");
+    const shared = ["name", "description", "file", "location", "baseDir", "hash", "fields", "extra", "body"];
+    expect(notes).toEqual({ ...Object.fromEntries(shared.map((key) => [key, fromManifest[key]])), mode: "available", source: 0 });
+    expect(notes.fields).toEqual({ "allowed-tools": ["Read", "Grep"], tags: ["a", "b"], "user-invocable": false });
+    expect(notes.extra).toEqual({ owner: { team: "docs", since: 2024 } });
+    expect(notes.location).toBe(join(dir, "skills/notes/SKILL.md"));
+    expect(notes.baseDir).toBe(join(dir, "skills/notes"));
+    expect(index.getSkill("coding", "commit").mode).toBe("inline");
+    expect(index.agents.coding!.skills.map((skill) => skill.name)).toEqual(["commit", "deploy", "notes"]);
+  });
+
+  it("unknown agent and skill names throw, listing the valid ones", async () => {
+    const index = await load("index.js");
+    expect(() => index.getSkill("coding", "review")).toThrow('Unknown skill "review" for agent "coding". Its skills are: commit, deploy, notes.');
+    expect(() => index.renderSkill("nope", "commit")).toThrow('Unknown agent "nope". This bundle has: chat, coding, empty.');
+  });
+
+  describe("renderSkill", () => {
+    const block = (name: string, body: string) =>
+      `<skill name="${name}" location="${join(dir, `skills/${name}/SKILL.md`)}">\nReferences are relative to ${join(dir, `skills/${name}`)}.\n\n${body}\n</skill>`;
+
+    it("is the prompt's inline block when there are no arguments", async () => {
+      const index = await load("index.js");
+      expect(index.renderSkill("coding", "commit")).toBe(block("commit", "Commit with message: "));
+      expect(index.getPrompt("coding").endsWith(block("commit", "Commit with message: $ARGUMENTS"))).toBe(true);
+    });
+
+    it("$ARGUMENTS takes the whole string, quotes and all", async () => {
+      const index = await load("index.js");
+      expect(index.renderSkill("coding", "commit", `fix: the "quoted" & 'single' bug`)).toBe(block("commit", `Commit with message: fix: the "quoted" & 'single' bug`));
+    });
+
+    it("$N and $ARGUMENTS[N] take shell words; a missing index is empty", async () => {
+      const index = await load("index.js");
+      expect(index.renderSkill("coding", "deploy", `"my app" 'eu west'`)).toBe(block("deploy", "Deploy my app to eu west in region []."));
+      expect(index.renderSkill("coding", "deploy", "")).toBe(block("deploy", "Deploy  to  in region []."));
+    });
+
+    it("a body without placeholders gets ARGUMENTS appended, and nothing for empty args", async () => {
+      const index = await load("index.js");
+      const body = "Keep notes — in UTF-8: ünïcödé ✓ 😀.";
+      expect(index.renderSkill("coding", "notes", " two words ")).toBe(block("notes", `${body}\n\nARGUMENTS: two words`));
+      expect(index.renderSkill("coding", "notes", "")).toBe(block("notes", body));
+      expect(index.renderSkill("coding", "notes")).toBe(block("notes", body));
+    });
+
+    it("renders the agent's format: markdown", async () => {
+      const index = await load("index.js");
+      expect(index.renderSkill("chat", "review", "now")).toBe(`Base directory for this skill: ${join(dir, "skills/review")}\n\nReview the change.\n\nARGUMENTS: now`);
+    });
+  });
+
+  it("listUserInvocable leaves out user-invocable: false", async () => {
+    const index = await load("index.js");
+    expect(index.listUserInvocable("coding").map((skill) => skill.name)).toEqual(["commit", "deploy"]);
+  });
+
+  it("skillTool: use_skill over the model-invocable skills, a JSON Schema the tool APIs accept; null with none", async () => {
+    const index = await load("index.js");
+    const tool = index.skillTool("coding")!;
+    expect(tool.name).toBe("use_skill");
+    expect(tool.description.length).toBeGreaterThan(20);
+    expect(tool.parameters).toEqual({
+      type: "object",
+      properties: {
+        skill: { type: "string", enum: ["commit", "notes"], description: expect.any(String) },
+        args: { type: "string", description: expect.any(String) },
+      },
+      required: ["skill"],
+      additionalProperties: false,
+    });
+    const Ajv = AjvModule.default ?? AjvModule;
+    const validate = new Ajv({ strict: true }).compile(tool.parameters);
+    expect([validate({ skill: "notes" }), validate({ skill: "commit", args: "x" })]).toEqual([true, true]);
+    expect([validate({ skill: "deploy" }), validate({ args: "x" }), validate({ skill: "notes", other: 1 })]).toEqual([false, false, false]);
+    expect(index.skillTool("empty")).toBeNull();
+  });
+
+  it("everything exported is frozen: mutation throws (ESM is strict mode)", async () => {
+    const index = await load("index.js");
+    const entry = index.getSkill("coding", "notes");
+    const tool = index.skillTool("coding")!;
+    const mutations: (() => void)[] = [
+      () => ((index as unknown as Record<string, unknown>).getPrompt = () => ""),
+      () => (index.agents.coding = index.agents.chat!),
+      () => ((index.agents.coding as { prompt: string }).prompt = ""),
+      () => ((index.agents.coding as { skills: unknown }).skills = []),
+      () => (index.agents.coding!.skills as Entry[]).push(entry),
+      () => (entry.body = ""),
+      () => ((entry.fields.tags as string[])[0] = "x"),
+      () => ((entry.extra.owner as Record<string, unknown>).team = "x"),
+      () => (entry.extra.added = 1),
+      () => (index.listUserInvocable("coding") as Entry[]).pop(),
+      () => (tool.parameters.properties.skill.enum as string[]).push("x"),
+      () => ((tool as { name: string }).name = "x"),
+      () => Object.assign(index.getSkill, { extra: 1 }),
+    ];
+    for (const mutate of mutations) expect(mutate).toThrow(TypeError);
+    expect(index.getSkill("coding", "notes").body).toBe("Keep notes — in UTF-8: ünïcödé ✓ 😀.");
+  });
+
+  it("imports nothing and reads no file: the text has no import, require, process or fs, and it runs with the skills deleted", async () => {
+    for (const path of ["index.js", "agents/coding.js", "agents/chat.js", "agents/empty.js"]) {
+      const text = await readFile(join(out, path), "utf8");
+      expect(text).not.toMatch(/\b(import|require|process|fs)\b/);
+      expect(text).toMatch(/^[\x00-\x7f]*$/); // non-ASCII is escaped
+    }
+    const copy = await tempDir();
+    await writeTree(copy, TREE);
+    await runCli(["build"], { cwd: copy });
+    await rm(join(copy, "skills"), { recursive: true });
+    await rm(join(copy, "skills.config.json"));
+    const index: BundleModule = await import(pathToFileURL(join(copy, "dist/skills/index.js")).href);
+    expect(index.renderSkill("coding", "notes", "x")).toContain("Keep notes — in UTF-8: ünïcödé ✓ 😀.\n\nARGUMENTS: x");
+    expect(index.agents.chat!.skills.map((skill) => skill.name)).toEqual(["notes", "review"]);
+  });
+});
