@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { SCHEMA_VERSION, stableJson } from "./bundle.js";
 import { compareStrings } from "./diagnostics.js";
+import type { Mode } from "./select.js";
 
 // ---------------------------------------------------------------------------------------------------------
 // Line diff
@@ -196,8 +197,6 @@ export function parseManifest(value: unknown, label: string): Manifest {
 
 /** A bundle that does not exist: every agent in the other one is new. */
 export const EMPTY_MANIFEST: Manifest = { schemaVersion: SCHEMA_VERSION, agents: {}, skills: [], hashes: { outputs: {} } };
-
-export type Mode = "available" | "inline";
 
 /** Estimated tokens: characters ÷ 4, rounded up. A rule of thumb for English prose, not a tokenizer. */
 export function estimateTokens(characters: number): number {
