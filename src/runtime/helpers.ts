@@ -163,9 +163,10 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
 }
 
 /**
- * The `use_skill` tool, valid as is for Anthropic (`input_schema`) and OpenAI (`parameters`, strict mode
- * included: `args` may be sent as ""). Needs at least one name: an empty `enum` is rejected by some APIs and
- * could never be satisfied, so an agent without model-invocable skills gets no tool (`skillTool` → null).
+ * The `use_skill` tool, valid as is for Anthropic (`input_schema`) and OpenAI (`parameters`; not OpenAI's
+ * `strict: true`, which would need the optional `args` listed as required). Needs at least one name: an empty
+ * `enum` is rejected by some APIs and could never be satisfied, so an agent without model-invocable skills gets
+ * no tool (`skillTool` → null).
  */
 function useSkillTool(names: readonly string[]): SkillTool {
   return {
