@@ -3,3 +3,4 @@ export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsCo
 export type { AgentSkill, CompiledAgent, Compilation } from "./compile.js";
 export type { Diagnostic, RuleCode, Severity } from "./diagnostics.js";
 export { OutputError } from "./emit.js";
+export { manifestSchema, type Manifest } from "./manifest.js";
