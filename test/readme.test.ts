@@ -5,13 +5,17 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { configSchema, loadConfig } from "../src/config.js";
+import { configJsonSchema, configSchema, loadConfig } from "../src/config.js";
 import { RULES } from "../src/diagnostics.js";
+import { parseSkillFile } from "../src/parse.js";
 import { renderPrompt, type PromptSkill } from "../src/render.js";
+import { validateSkill } from "../src/validate.js";
 import { REPO, tempDir, writeTree } from "./helpers.js";
 
+const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const readme = await readFile(join(REPO, "README.md"), "utf8");
 
 /** The text between `<!-- NAME:start -->` and `<!-- NAME:end -->`. */
@@ -97,13 +101,25 @@ describe("README", () => {
     }
   });
 
-  it("gives a skills.config.json recipe, with $schema, that loads", async () => {
+  it("gives a skills.config.json recipe, with $schema, that loads and that the published schema accepts", async () => {
     const recipe = /```json\n\s*(\{ "\$schema"[^\n]*)\n\s*```/.exec(readme);
     expect(recipe, "README.md shows a skills.config.json with $schema").not.toBeNull();
     const dir = await tempDir();
     await writeTree(dir, { "skills.config.json": recipe![1]! });
     const loaded = await loadConfig(undefined, dir);
     expect(Object.keys(loaded.config.agents)).toEqual(["assistant"]);
+    const validate = new Ajv2020({ strict: false }).compile(configJsonSchema());
+    expect(validate(JSON.parse(recipe![1]!)), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it("gives a SKILL.md recipe whose yaml-language-server comment the compiler ignores", () => {
+    const recipe = /```markdown\n((?: *)---\n *# yaml-language-server: \$schema=[\s\S]*?)\n *```/.exec(readme);
+    expect(recipe, "README.md shows frontmatter with a yaml-language-server comment").not.toBeNull();
+    const text = recipe![1]!.replace(/^ {2}/gm, "");
+    const parsed = parseSkillFile("skills/release-notes/SKILL.md", new TextEncoder().encode(text), false);
+    const { content, findings } = validateSkill("skills/release-notes/SKILL.md", "release-notes", parsed);
+    expect(findings).toEqual([]);
+    expect(content?.extra).toEqual({});
   });
 
   it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {
