@@ -138,7 +138,7 @@ function budgetChange(agent: AgentDiff): string | undefined {
 function budgetText(state: BudgetState | undefined): string {
   if (!state) return "no budget";
   const percent = state.limit > 0 ? ` (${Math.round((state.catalogue / state.limit) * 100)}%)` : "";
-  return `${count(state.catalogue)} / ${count(state.limit)}${percent}${state.over ? " over budget" : ""}`;
+  return `${count(state.catalogue)} / ${count(state.limit)}${percent}`;
 }
 
 /** Inline code that survives backticks and line breaks in the text. */

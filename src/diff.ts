@@ -215,7 +215,6 @@ export interface BudgetState {
   limit: number;
   /** Characters of the catalogue. */
   catalogue: number;
-  over: boolean;
 }
 
 export interface AgentDiff {
@@ -347,7 +346,7 @@ function promptSize(agent: AgentView | undefined): PromptSize {
 
 function budgetState(agent: AgentView | undefined): BudgetState | undefined {
   if (agent?.budget === undefined) return undefined;
-  return { limit: agent.budget, catalogue: agent.characters.catalogue, over: agent.characters.catalogue > agent.budget };
+  return { limit: agent.budget, catalogue: agent.characters.catalogue };
 }
 
 function sha256(text: string): string {

@@ -102,15 +102,6 @@ function manifest(agents: Record<string, { skills: [name: string, mode: "availab
 }
 
 describe("diffBundles", () => {
-  it("reads a budget as the catalogue's character limit and shows its state before → after", () => {
-    const before = manifest({ coding: { skills: [["a", "available"]], budget: 1000, catalogue: 800, prompt: 900 } });
-    const after = manifest({ coding: { skills: [["a", "available"], ["b", "available"]], budget: 1000, catalogue: 1200, prompt: 1300 } });
-    const diff = diffBundles(before, after);
-    expect(diff.agents[0]!.budget).toEqual({ before: { limit: 1000, catalogue: 800, over: false }, after: { limit: 1000, catalogue: 1200, over: true } });
-    expect(formatDiffPretty(diff, { before: "a", after: "b" }, plain)).toContain("  budget (catalogue characters): 800 / 1,000 (80%) → 1,200 / 1,000 (120%) over budget");
-    expect(formatDiffMarkdown(diff)).toContain("| `coding` | 1 added | 900 → 1,300 (+400) | 225 → 325 (+100) | 800 / 1,000 (80%) → 1,200 / 1,000 (120%) over budget |");
-  });
-
   it("shows no budget line where neither side sets one", () => {
     const diff = diffBundles(EMPTY_MANIFEST, manifest({ chat: { skills: [["a", "inline"]] } }));
     expect(formatDiffPretty(diff, { before: "a", after: "b" }, plain)).not.toContain("budget");
@@ -217,6 +208,30 @@ describe("skills diff", () => {
       ["chat", "added"],
       ["coding", "added"],
     ]);
+  });
+
+  it("shows the catalogue's characters against the agent's budget before → after", async () => {
+    const dir = await tempDir();
+    const withBudget = (budget: number) => JSON.stringify({ location: "relative", agents: { coding: { skills: [{ root: "skills" }], budget } } });
+    await writeTree(dir, {
+      "skills.config.json": withBudget(700),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+      "skills/beta/SKILL.md": skillMd("beta", "Runs beta."),
+    });
+    expect((await runCli(["build", "--out", "before"], { cwd: dir })).code).toBe(0);
+    await writeTree(dir, { "skills.config.json": withBudget(900), "skills/gamma/SKILL.md": skillMd("gamma", "Explains gamma in some depth.") });
+    expect((await runCli(["build", "--out", "after"], { cwd: dir })).code).toBe(0);
+    const catalogue = async (side: string) => JSON.parse(await readFile(join(dir, side, "manifest.json"), "utf8")).agents.coding.characters.catalogue as number;
+    const [before, after] = [await catalogue("before"), await catalogue("after")];
+    const state = (used: number, limit: number) => `${used} / ${limit} (${Math.round((used / limit) * 100)}%)`;
+    const budget = `${state(before, 700)} → ${state(after, 900)}`;
+
+    const pretty = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect(pretty.stdout.split("\n")).toContain(`  budget (catalogue characters): ${budget}`);
+    const markdown = await runCli(["diff", "before", "after", "--format", "markdown"], { cwd: dir });
+    expect(markdown.stdout).toMatch(new RegExp(`^\\| \`coding\` \\| 1 added \\| .* \\| ${budget.replace(/[()]/g, "\\$&")} \\|$`, "m"));
+    const json = JSON.parse((await runCli(["diff", "before", "after", "--format", "json"], { cwd: dir })).stdout);
+    expect(json.agents[0].budget).toEqual({ before: { limit: 700, catalogue: before }, after: { limit: 900, catalogue: after } });
   });
 
   it("exits 2 with a clear message for a folder that is not a bundle, bad JSON, or two missing sides", async () => {
