@@ -37,6 +37,13 @@ describe("mistyped commands and flags", () => {
     expect(run.stderr).toBe("skills build: unknown option --max-warning. Did you mean --max-warnings?\nRun `skills build --help` for its options and examples.\n");
   });
 
+  it("suggest the closest value of --format", async () => {
+    const dir = await tempDir();
+    const run = await runCli(["check", "--format", "gihub"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--format must be pretty, json or github (got "gihub"). Did you mean "github"?');
+  });
+
   it("suggest nothing for a word that is not a near miss", () => {
     expect(closest("bild", ["build", "check"])).toBe("build");
     expect(closest("stirct", ["strict", "format"])).toBe("strict");

@@ -1,6 +1,7 @@
 import { relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../api.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, styleFor, type OutputFormat, type Style } from "../report.js";
+import { didYouMean } from "../suggest.js";
 import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
@@ -58,7 +59,8 @@ Examples:
 
 async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO): Promise<number> {
   const format = (values.format ?? (io.env.GITHUB_ACTIONS === "true" ? "github" : "pretty")) as OutputFormat;
-  if (!["pretty", "json", "github"].includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}")`);
+  const formats = ["pretty", "json", "github"];
+  if (!formats.includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}").${didYouMean(format, formats)}`);
   const maxWarnings = parseMaxWarnings(values["max-warnings"]);
   const progress = progressOnTty(io.stderr);
   const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update };

@@ -28,7 +28,7 @@ Examples:
   maxPositionals: 0,
   async run(values, _positionals, io) {
     const format = values.format ?? "pretty";
-    if (format !== "pretty" && format !== "json") throw new UsageError(`--format must be pretty or json (got "${String(format)}")`);
+    if (format !== "pretty" && format !== "json") throw new UsageError(`--format must be pretty or json (got "${String(format)}").${didYouMean(String(format), ["pretty", "json"])}`);
     const result = await check({ config: values.config as string | undefined, cwd: io.cwd });
     const ids = result.agents.map((agent) => agent.id);
     const wanted = values.agent as string | undefined;
