@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { glob } from "tinyglobby";
 import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
@@ -72,6 +72,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const { config, dir: configDir } = loaded;
   const display = (path: string) => relativeTo(configDir, path);
   const findings: Finding[] = [];
+  const outDir = options.outDir ?? resolve(configDir, config.outDir);
 
   const roots = new Map<string, RootListing>();
   for (const agent of Object.values(config.agents)) {
@@ -86,7 +87,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const byFile = new Map<string, { folder: string; dir: string; file: string }>();
   for (const listing of listings) {
     findings.push(...listing.findings);
-    for (const skill of listing.skills) if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
+    for (const skill of listing.skills) {
+      // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
+      if (skill.file.startsWith(outDir + sep)) continue;
+      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
+    }
   }
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
@@ -121,7 +126,6 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   }
 
   const configFile = display(loaded.file);
-  const outDir = options.outDir ?? resolve(configDir, config.outDir);
   const selections = Object.entries(config.agents).map(([id, agent]) => {
     const sources = agent.skills.map((source) => ({ config: source, skills: validByRoot.get(resolveRoot(source.root, configDir)) ?? [] }));
     const selection = selectAgent(id, sources, configFile, agent);

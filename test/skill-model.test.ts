@@ -477,6 +477,13 @@ describe("8. resources and staging", () => {
     expect(check.stderr).toContain("skills/pdf/references/guide.md");
   });
 
+  it("a root around the outDir does not find the staged copies as skills on the next build", async () => {
+    const built = await build({ "tools/lint/SKILL.md": skillMd("lint") }, { stage: true, location: "relative", agents: { main: { skills: [{ root: "." }] } } });
+    const again = await runCli(["build"], { cwd: built.dir });
+    expect(again.stderr).toContain("(1 agent, 1 skill); 0 errors, 0 warnings");
+    expect(JSON.parse(await readFile(join(built.out, "manifest.json"), "utf8")).skills.map((skill: Entry) => skill.file)).toEqual(["tools/lint/SKILL.md"]);
+  });
+
   it("staged folders of one name get -2, -3…; invalid names are made safe", async () => {
     const built = await build(
       {
