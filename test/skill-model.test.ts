@@ -273,6 +273,22 @@ describe("4. budgets", () => {
   });
 });
 
+describe("4. budgets with a function format", () => {
+  it("measure the function's catalogue: what it returns for the available skills alone, with no context", async () => {
+    const tree = Object.fromEntries(["alpha", "bravo", "charlie"].map((name) => [`skills/${name}/SKILL.md`, skillMd(name)]));
+    const format = `(ctx) => [ctx.context, ctx.skills.filter((s) => s.mode === "available" && !s.hidden).map((s) => s.name).join(",")].filter(Boolean).join("|")`;
+    const built = await build(
+      { ...tree, "context.md": "Context." },
+      `export default { agents: { fn: { budget: ${"alpha,bravo".length}, context: ["context.md"], skills: [{ root: "skills" }], format: ${format} } } };\n`,
+    );
+    expect(codes(built, "budget-exceeded").map((d) => d.message)).toEqual([
+      `agent "fn": the catalogue takes ${"alpha,bravo,charlie".length} characters, over its budget of 11; dropped the last skill in prompt order, leaving 11: charlie (skills/charlie/SKILL.md)`,
+    ]);
+    expect(await built.prompt("fn")).toBe("Context.|alpha,bravo");
+    expect(built.manifest.agents.fn!.characters).toEqual({ prompt: "Context.|alpha,bravo".length, catalogue: "alpha,bravo".length });
+  });
+});
+
 describe("5. formats", () => {
   const tree = {
     "skills/alpha/SKILL.md": md("name: alpha\ndescription: Does alpha.\nmetadata:\n  team: a", "Alpha body."),
