@@ -84,4 +84,23 @@ describe("discoverRoot", () => {
     const listing = await discoverRoot(join(base, "nope"), () => "nope");
     expect(listing.findings.map((finding) => [finding.code, finding.message])).toEqual([["root-missing", "the root nope does not exist"]]);
   });
+
+  it("lists a skill folder's files by the same rules: ignored, dot and node_modules entries out, links inside the root followed, cycles ended", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      "pdf/SKILL.md": skillMd("pdf"),
+      "pdf/.gitignore": "build/\n",
+      "pdf/build/out.js": "ignored by the skill's own .gitignore",
+      "pdf/references/a.md": "a",
+      "pdf/references/.draft.md": "dot file",
+      "pdf/node_modules/dep/index.js": "dependency",
+      "pdf/loop": { link: "." },
+      "pdf/scripts/up": { link: "../.." },
+      "pdf/logo.png": { link: "../assets/logo.png" },
+      "assets/logo.png": "png",
+    });
+    const listing = await discoverRoot(root, (path) => path.slice(root.length + 1));
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([["pdf", ["SKILL.md", "logo.png", "references/a.md"]]]);
+    expect(listing.findings).toEqual([]);
+  });
 });

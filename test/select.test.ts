@@ -76,3 +76,24 @@ describe("selectAgent", () => {
     expect(pick([source({ available: ["missing-*"] }, skills)]).codes).toEqual(["pattern-unmatched"]);
   });
 });
+
+describe("allow and duplicates", () => {
+  const pickWith = (views: SourceView[], settings: Parameters<typeof selectAgent>[3]) => {
+    const { selected, findings } = selectAgent("main", views, "skills.config.json", settings);
+    return { selected: selected.map((entry) => `${entry.source}:${entry.skill.name}`), codes: findings.map((finding) => finding.code) };
+  };
+  const builtin = source({}, [skill("deploy"), skill("lint")], "builtin");
+  const user = source({}, [skill("deploy", "u/deploy")], "user");
+
+  it("keeps every copy of a name from several sources and warns by default, or keeps the first or last source's", () => {
+    expect(pickWith([builtin, user], {})).toEqual({ selected: ["0:deploy", "0:lint", "1:deploy"], codes: ["duplicate-across-sources"] });
+    expect(pickWith([builtin, user], { duplicates: "first" })).toEqual({ selected: ["0:deploy", "0:lint"], codes: [] });
+    expect(pickWith([builtin, user], { duplicates: "last" })).toEqual({ selected: ["0:lint", "1:deploy"], codes: [] });
+  });
+
+  it("applies allow before duplicates, so a name it removes raises no duplicate warning", () => {
+    expect(pickWith([builtin, user], { allow: ["lint"] })).toEqual({ selected: ["0:lint"], codes: [] });
+    expect(pickWith([builtin, user], { allow: [] })).toEqual({ selected: [], codes: [] });
+    expect(pickWith([builtin, user], { allow: ["*", "!deploy", "ghost"] })).toEqual({ selected: ["0:lint"], codes: ["pattern-unmatched"] });
+  });
+});
