@@ -5,6 +5,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { RULE_CODES } from "./diagnostics.js";
+import { didYouMean } from "./suggest.js";
 import type { FormatFunction } from "./render.js";
 
 export const CONFIG_FILE_NAMES = ["skills.config.ts", "skills.config.mts", "skills.config.js", "skills.config.mjs", "skills.config.json"] as const;
@@ -203,11 +204,19 @@ function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
       const cause = issue.code === "invalid_key" ? (issue.issues[0] ?? issue) : issue;
       const message = cause.message.replace(/^Invalid input: /, "");
       if (issue.code === "unrecognized_keys") {
-        return issue.keys.map((key) => `${path ? `${path}.` : ""}${key}: unknown setting`).join("\n");
+        return issue.keys.map((key) => `${path ? `${path}.` : ""}${key}: unknown setting.${didYouMean(key, settingsAt(issue.path))}`).join("\n");
       }
       return `${path || "(config)"}: ${message}`;
     })
     .join("\n");
+}
+
+/** The settings the object at `path` of a config accepts: the candidates for a mistyped one. */
+function settingsAt(path: readonly PropertyKey[]): string[] {
+  if (path.length === 0) return Object.keys(configSchema.shape);
+  if (path[0] === "agents" && path.length === 2) return Object.keys(agentSchema.shape);
+  if (path[0] === "agents" && path[2] === "skills" && path.length === 4) return Object.keys(sourceSchema.shape);
+  return [];
 }
 
 function formatPath(path: readonly PropertyKey[]): string {

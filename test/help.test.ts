@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { closest } from "../src/suggest.js";
-import { runCli, tempDir } from "./helpers.js";
+import { runCli, tempDir, writeTree } from "./helpers.js";
 
 describe("--help", () => {
   it("lists every command, and every command has help with its options and examples", async () => {
@@ -42,6 +42,19 @@ describe("mistyped commands and flags", () => {
     const run = await runCli(["check", "--format", "gihub"], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--format must be pretty, json or github (got "gihub"). Did you mean "github"?');
+  });
+
+  it("suggest the closest setting for a mistyped config key, at any level", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ outdir: "x", agents: { main: { budjet: 100, skills: [{ root: "skills", avaliable: ["*"], whatever: 1 }] } } }),
+    });
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('outdir: unknown setting. Did you mean "outDir"?');
+    expect(run.stderr).toContain('agents.main.budjet: unknown setting. Did you mean "budget"?');
+    expect(run.stderr).toContain('agents.main.skills[0].avaliable: unknown setting. Did you mean "available"?');
+    expect(run.stderr).toContain("agents.main.skills[0].whatever: unknown setting.\n");
   });
 
   it("suggest nothing for a word that is not a near miss", () => {
