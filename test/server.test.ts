@@ -11,6 +11,8 @@ let out: string;
 beforeAll(async () => {
   const dir = await tempDir();
   await writeTree(dir, {
+    // A CommonJS project: the bundle is still loaded as ES modules.
+    "package.json": JSON.stringify({ name: "app", type: "commonjs" }),
     "skills.config.json": JSON.stringify({ agents: { coding: { skills: [{ root: "skills", available: ["*"], inline: ["commit"] }] } } }),
     "skills/commit/SKILL.md": skillMd("commit", "Write a commit message.", "Commit: $ARGUMENTS"),
     "skills/test/SKILL.md": skillMd("test", "Write tests for a file.", "Test $0 with $1."),
