@@ -1,6 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { bundleFiles, stagedCopies, type StagedCopy } from "./bundle.js";
+import { BuildCache, bundleFingerprint } from "./cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile.js";
 import { loadConfig } from "./config.js";
 import { compareStrings, countBySeverity } from "./diagnostics.js";
@@ -27,6 +28,8 @@ export interface CheckResult extends Compilation {
   warnings: number;
   /** No error, and no more warnings than `maxWarnings` allows (none with `strict`). */
   ok: boolean;
+  /** SKILL.md files parsed this run, and those whose outcome the build cache held (their bytes unchanged). */
+  cache: { parsed: number; reused: number };
 }
 
 export interface BuildOptions extends CheckOptions {
@@ -52,28 +55,45 @@ export interface BuildResult extends CheckResult {
   staleDiff?: string;
 }
 
-/** Everything `build` does except writing. */
+/** Everything `build` does except writing (the build cache is read, not written). */
 export async function check(options: CheckOptions = {}): Promise<CheckResult> {
+  return (await compileCached(options)).result;
+}
+
+/**
+ * Compiles and, when nothing failed, swaps the new bundle into `outDir`; when the last bundle written there
+ * came from the same compilation and is untouched, it is left as it is (`written: false`).
+ */
+export async function build(options: BuildOptions = {}): Promise<BuildResult> {
+  const { result, cache } = await compileCached(options);
+  try {
+    const { outDir } = result;
+    if (!result.ok) return { ...result, outDir, written: false, stale: [] };
+    const fingerprint = options.check ? "" : bundleFingerprint(result);
+    if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) return { ...result, outDir, written: false, stale: [] };
+    const files = bundleFiles(result);
+    const copies = stagedCopies(result);
+    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files, copies)) };
+    await writeBundle(outDir, files, copies);
+    cache.recordBundle(outDir, fingerprint, [...files.keys(), ...copies.map((copy) => copy.path)]);
+    return { ...result, outDir, written: true, stale: [] };
+  } finally {
+    if (!options.check) cache.save(); // `--check` writes nothing, not even the cache
+  }
+}
+
+async function compileCached(options: CheckOptions): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
-  const compilation = await compile(await loadConfig(options.config, cwd), {
+  const loaded = await loadConfig(options.config, cwd);
+  const cache = BuildCache.open(loaded);
+  const compilation = await compile(loaded, {
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
+    cache,
   });
   const { errors, warnings } = countBySeverity(compilation.diagnostics);
   const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
-  return { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings };
-}
-
-/** Compiles and, when nothing failed, swaps the new bundle into `outDir`. */
-export async function build(options: BuildOptions = {}): Promise<BuildResult> {
-  const result = await check(options);
-  const { outDir } = result;
-  if (!result.ok) return { ...result, outDir, written: false, stale: [] };
-  const files = bundleFiles(result);
-  const copies = stagedCopies(result);
-  if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files, copies)) };
-  await writeBundle(outDir, files, copies);
-  return { ...result, outDir, written: true, stale: [] };
+  return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats } }, cache };
 }
 
 /** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { BuildCache } from "./cache.js";
 import { readFile } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
@@ -63,6 +64,8 @@ export interface Compilation {
 export interface CompileOptions {
   /** Called as SKILL.md files are read and checked, so a front end can show progress on long runs. */
   onProgress?: (progress: { done: number; total: number }) => void;
+  /** Outcomes of SKILL.md files parsed by an earlier build, reused where the bytes are the same. */
+  cache?: BuildCache;
   /** Absolute outDir, when not the config's (`--out`). */
   outDir?: string;
 }
@@ -103,11 +106,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       return;
     }
     const { bytes } = read;
-    const parsed = parseSkillFile(displayFile, bytes, config.yaml === "recover");
-    const { content, findings: skillFindings } = validateSkill(displayFile, folder, parsed, { descriptionFallback: config.descriptionFallback });
-    findings.push(...skillFindings);
     const hash = createHash("sha256").update(bytes).digest("hex");
     skillFileHashes.set(file, { size: bytes.byteLength, sha256: hash });
+    const validate = () => validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover"), { descriptionFallback: config.descriptionFallback });
+    const { content, findings: skillFindings } = options.cache ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
+    findings.push(...skillFindings);
     if (content) validByFile.set(file, { ...content, file, displayFile, hash });
   };
   let done = 0;

@@ -1,10 +1,17 @@
-import { isMap, isScalar, LineCounter, parseDocument, type Document, type YAMLError } from "yaml";
+import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type YAMLError, type YAMLMap } from "yaml";
 import type { Finding } from "./diagnostics.js";
 
 /** SPEC §3: a SKILL.md over 1 MiB is `file-too-large`. */
 export const MAX_SKILL_FILE_BYTES = 1024 * 1024;
-/** Bounds alias expansion ("billion laughs"): beyond this many alias uses the YAML is rejected. */
+/**
+ * Hostile YAML is bounded before it is turned into values: at most this many aliases (each costs a scan of the
+ * document, and the `yaml` package's own limit is per anchor), ...
+ */
 const MAX_ALIAS_COUNT = 100;
+/** ... values nested at most this deep (the `yaml` package, and everything that walks values later, recurses) ... */
+const MAX_NESTING = 64;
+/** ... and aliases may not make the values larger than the file could hold ("billion laughs"), in characters. */
+const MAX_EXPANDED_SIZE = MAX_SKILL_FILE_BYTES;
 
 export interface Position {
   line: number;
@@ -99,6 +106,16 @@ export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean
 }
 
 /**
+ * The body `parseSkillFile` gives for the same bytes, without reading the frontmatter: for a SKILL.md whose
+ * fields the cache already holds.
+ */
+export function skillBody(bytes: Uint8Array): string {
+  const text = decodeUtf8(bytes);
+  const frontmatter = typeof text === "string" ? splitFrontmatter(text) : "no-fence";
+  return typeof frontmatter === "object" ? frontmatter.rest.trim() : "";
+}
+
+/**
  * The frontmatter's lines (between the fence on line 1 and the next fence line) and the text after the
  * closing fence. Only the frontmatter is split into lines: the body, most of the file, stays one slice.
  */
@@ -173,9 +190,12 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
   const lineCounter = new LineCounter();
   let doc: Document.Parsed;
   try {
-    doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
+    // Repeated keys are found by `inspectYaml` below: the package's own check compares every key with every other.
+    doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: false });
   } catch (error) {
-    return { findings: [], error: yamlError(file, yamlLines, { line: 2, column: 1 }, String(error)) };
+    // The package composes nodes recursively: nesting deep enough exhausts the stack.
+    const detail = error instanceof RangeError ? `it nests more than ${MAX_NESTING} levels deep` : String(error);
+    return { findings: [], error: yamlError(file, yamlLines, { line: 2, column: 1 }, detail) };
   }
   // Positions in the YAML text are shifted by the opening fence to give SKILL.md coordinates.
   const at = (offset: number): Position => {
@@ -200,6 +220,22 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
     };
   }
 
+  const shape = inspectYaml(contents);
+  if (shape.problem) return { findings: [], error: yamlError(file, yamlLines, at(shape.problem.offset), shape.problem.detail) };
+  // One conversion for the whole document, so the alias limits count every alias once.
+  let values: Map<string, unknown>;
+  try {
+    values = new Map(Object.entries(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as object));
+  } catch (error) {
+    return { findings: [], error: yamlError(file, yamlLines, at(shape.firstAlias ?? 0), error instanceof Error ? error.message : String(error)) };
+  }
+  if (shape.firstAlias !== undefined && expandedSizeExceeds([...values.values()], MAX_EXPANDED_SIZE)) {
+    return {
+      findings: [],
+      error: yamlError(file, yamlLines, at(shape.firstAlias), `its aliases expand it past ${formatBytes(MAX_EXPANDED_SIZE)} (or make a value contain itself)`),
+    };
+  }
+
   const findings: Finding[] = [];
   const fields: FrontmatterField[] = [];
   for (const pair of contents.items) {
@@ -217,18 +253,73 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
     }
     const valueNode = pair.value;
     const valueAt = valueNode && typeof valueNode === "object" && "range" in valueNode && valueNode.range ? at(valueNode.range[0]) : keyAt;
-    let value: unknown;
-    try {
-      value = valueNode === null ? null : (valueNode as { toJS(doc: Document, options: object): unknown }).toJS(doc, { maxAliasCount: MAX_ALIAS_COUNT });
-    } catch (error) {
-      return {
-        findings: [],
-        error: yamlError(file, yamlLines, valueAt, error instanceof Error ? error.message : String(error)),
-      };
-    }
-    fields.push({ key: String(key.value), value, keyAt, valueAt });
+    const name = String(key.value);
+    fields.push({ key: name, value: valueNode === null ? null : values.get(name), keyAt, valueAt });
   }
   return { findings, fields };
+}
+
+interface YamlShape {
+  /** Offset of the first alias, if the document has any. */
+  firstAlias?: number;
+  /** The first bound the document breaks, or a repeated key. */
+  problem?: { offset: number; detail: string };
+}
+
+/**
+ * One pass over the nodes, with a stack of its own (so it cannot overflow): repeated keys, the number of aliases
+ * and the nesting depth, in document order.
+ */
+function inspectYaml(root: YAMLMap): YamlShape {
+  const shape: YamlShape = {};
+  let aliases = 0;
+  const pending: { node: unknown; depth: number }[] = [{ node: root, depth: 1 }];
+  while (pending.length > 0 && !shape.problem) {
+    const { node, depth } = pending.pop()!;
+    const offset = (node as { range?: [number] }).range?.[0] ?? 0;
+    if (isAlias(node)) {
+      shape.firstAlias ??= offset;
+      if (++aliases > MAX_ALIAS_COUNT) shape.problem = { offset, detail: `it uses more than ${MAX_ALIAS_COUNT} aliases (\`*name\`)` };
+      continue;
+    }
+    if (!isMap(node) && !isSeq(node)) continue;
+    if (depth > MAX_NESTING) {
+      shape.problem = { offset, detail: `it nests more than ${MAX_NESTING} levels deep` };
+      continue;
+    }
+    const keys = new Set<unknown>();
+    const children: unknown[] = [];
+    for (const item of node.items) {
+      if (!isPair(item)) {
+        children.push(item);
+        continue;
+      }
+      if (isMap(node) && isScalar(item.key)) {
+        if (keys.has(item.key.value)) {
+          shape.problem = { offset: item.key.range?.[0] ?? offset, detail: "Map keys must be unique" };
+          break;
+        }
+        keys.add(item.key.value);
+      }
+      children.push(item.key, item.value);
+    }
+    for (let i = children.length - 1; i >= 0; i--) if (children[i]) pending.push({ node: children[i], depth: depth + 1 });
+  }
+  return shape;
+}
+
+/** Whether values, counting every string's length and every other value as 1, add up to more than `limit`. */
+function expandedSizeExceeds(roots: readonly unknown[], limit: number): boolean {
+  let size = 0;
+  const pending = [...roots];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    size += typeof value === "string" ? value.length : 1;
+    if (size > limit) return true;
+    if (Array.isArray(value)) for (const item of value) pending.push(item);
+    else if (value && typeof value === "object" && !(value instanceof Date)) for (const [key, item] of Object.entries(value)) pending.push(key, item);
+  }
+  return false;
 }
 
 /** `key: value` on one line, where the value can only be read by YAML as that very string. */

@@ -1,0 +1,10 @@
+import packageJson from "../package.json" with { type: "json" };
+
+/** Set by scripts/build-cli.mjs: a digest of the sources the bundle was built from. */
+declare const __SKILLBAKE_BUILD__: string | undefined;
+
+/**
+ * The tool's identity for caches: the package version and, for a bundle, a digest of its sources, so a cache
+ * written by other code (another release, or a local change rebuilt under the same version) is never reused.
+ */
+export const TOOL_VERSION = `${packageJson.version}+${typeof __SKILLBAKE_BUILD__ === "string" ? __SKILLBAKE_BUILD__ : "source"}`;

@@ -1,0 +1,184 @@
+import { readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { build, type BuildResult } from "../src/api.js";
+import { compile } from "../src/compile.js";
+import { loadConfig } from "../src/config.js";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const CACHE = "node_modules/.cache/skillbake/skills.config.json.json";
+
+const config = (extra: object = {}) =>
+  JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills", inline: ["gamma"], available: ["*", "!gamma"] }] } }, ...extra });
+
+/** Three valid skills (one inline, one with a resource file), one with a warning and one with an error. */
+async function project(): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.json": config(),
+    "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    "skills/beta/SKILL.md": "---\nname: beta\ndescription: Runs beta checks.\nallowed-tools: [Read, Bash]\nmetadata:\n  owner: qa\ncustom: [1, 2]\n---\n# Beta\n\nStep one.\n",
+    "skills/beta/references/guide.md": "# Guide\n",
+    "skills/gamma/SKILL.md": skillMd("gamma", "Explains gamma.", "# Gamma\n\nAlways inline."),
+    "skills/folder/SKILL.md": skillMd("other-name"),
+  });
+  return dir;
+}
+
+const run = (dir: string) => build({ cwd: dir });
+const prompt = (dir: string) => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8");
+const inode = async (dir: string, path: string) => (await stat(join(dir, "dist/skills", path))).ino;
+
+/** The compilation without the cache, for comparison. */
+async function fresh(dir: string) {
+  return compile(await loadConfig(undefined, dir));
+}
+
+function comparable(result: BuildResult) {
+  return { agents: result.agents, diagnostics: result.diagnostics };
+}
+
+describe("build cache", () => {
+  it("reuses every unchanged SKILL.md's outcome, exactly, and leaves an unchanged bundle alone", async () => {
+    const dir = await project();
+    const first = await run(dir);
+    expect(first.cache).toEqual({ parsed: 4, reused: 0 });
+    expect(first.written).toBe(true);
+    const manifest = await inode(dir, "manifest.json");
+
+    const second = await run(dir);
+    expect(second.cache).toEqual({ parsed: 0, reused: 4 });
+    expect(comparable(second)).toEqual(comparable(first));
+    expect(comparable(second)).toEqual(comparable({ ...(await fresh(dir)) } as BuildResult));
+    expect(second.written).toBe(false);
+    expect(await inode(dir, "manifest.json")).toBe(manifest);
+  });
+
+  it("keeps errors and warnings from the cache too", async () => {
+    const dir = await project();
+    await writeTree(dir, { "skills/broken/SKILL.md": "---\nname: broken\n---\nNo description.\n" });
+    const first = await run(dir);
+    expect(first.ok).toBe(false);
+    const second = await run(dir);
+    expect(second.cache).toEqual({ parsed: 0, reused: 5 });
+    expect(second.diagnostics).toEqual(first.diagnostics);
+    expect(second.diagnostics.map((d) => d.code)).toEqual(expect.arrayContaining(["description-missing", "name-mismatch"]));
+  });
+
+  it("re-parses exactly the SKILL.md that changed, and rewrites the bundle", async () => {
+    const dir = await project();
+    await run(dir);
+    await writeFile(join(dir, "skills/gamma/SKILL.md"), skillMd("gamma", "Explains gamma.", "# Gamma\n\nInline, edited."));
+    const after = await run(dir);
+    expect(after.cache).toEqual({ parsed: 1, reused: 3 });
+    expect(after.written).toBe(true);
+    expect(await prompt(dir)).toContain("Inline, edited.");
+    expect(comparable(after)).toEqual(comparable({ ...(await fresh(dir)) } as BuildResult));
+  });
+
+  it("re-parses a skill whose folder moved (its path and folder name are part of its outcome)", async () => {
+    const dir = await project();
+    await run(dir);
+    await rename(join(dir, "skills/folder"), join(dir, "skills/other-name"));
+    const after = await run(dir);
+    expect(after.cache).toEqual({ parsed: 1, reused: 3 });
+    expect(after.diagnostics.map((d) => d.code)).not.toContain("name-mismatch");
+  });
+
+  it("re-parses a skill whose folder was renamed even where its path relative to the config is the same", async () => {
+    // A root that is itself the skill: SKILL.md beside the config, its folder the project folder.
+    const base = await tempDir();
+    await writeTree(base, {
+      "old-name/skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "." }] } } }),
+      "old-name/SKILL.md": skillMd("new-name"),
+    });
+    expect((await run(join(base, "old-name"))).diagnostics.map((d) => d.code)).toContain("name-mismatch");
+    await rename(join(base, "old-name"), join(base, "new-name"));
+    const after = await run(join(base, "new-name"));
+    expect(after.cache).toEqual({ parsed: 1, reused: 0 });
+    expect(after.diagnostics.map((d) => d.code)).not.toContain("name-mismatch");
+  });
+
+  it("parses nothing when only a resource file changed, but rewrites the bundle that lists its hash", async () => {
+    const dir = await project();
+    await run(dir);
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
+    const after = await run(dir);
+    expect(after.cache).toEqual({ parsed: 0, reused: 4 });
+    expect(after.written).toBe(true);
+    const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
+    expect(JSON.stringify(manifest)).toContain((await fresh(dir)).agents[0]!.skills.find((s) => s.name === "beta")!.files.find((f) => f.path === "references/guide.md")!.sha256);
+  });
+
+  it("keeps parse outcomes across config edits that do not change parsing, and drops them when one does", async () => {
+    const dir = await project();
+    await run(dir);
+    await writeFile(join(dir, "skills.config.json"), config({ location: "absolute", rules: { "name-mismatch": "off" } }));
+    const selectionChanged = await run(dir);
+    expect(selectionChanged.cache).toEqual({ parsed: 0, reused: 4 });
+    expect(selectionChanged.written).toBe(true);
+    expect(await prompt(dir)).toContain(join(dir, "skills/alpha/SKILL.md"));
+
+    await writeFile(join(dir, "skills.config.json"), config({ location: "absolute", yaml: "recover" }));
+    expect((await run(dir)).cache).toEqual({ parsed: 4, reused: 0 });
+    await writeFile(join(dir, "skills.config.json"), config({ location: "absolute", yaml: "recover", descriptionFallback: "first-paragraph" }));
+    expect((await run(dir)).cache).toEqual({ parsed: 4, reused: 0 });
+  });
+
+  it("ignores a cache written by another version of the tool", async () => {
+    // The built CLI's version carries a digest of its sources; this in-process build's is "+source".
+    const dir = await project();
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const header = JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[0]!);
+    expect((await run(dir)).cache).toEqual({ parsed: 4, reused: 0 });
+    expect(JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[0]!).key).not.toBe(header.key);
+    expect((await run(dir)).cache).toEqual({ parsed: 0, reused: 4 });
+  });
+
+  it("ignores a corrupt cache file, builds correctly and replaces it", async () => {
+    for (const corrupt of [
+      (text: string) => text.slice(0, text.length / 2), // truncated
+      (text: string) => text.replace("Drafts alpha reports.", "Drafts alpha rep0rts."), // a changed byte: the checksum disagrees
+      () => "\u0000\u0001 not json at all",
+      () => "",
+    ]) {
+      const dir = await project();
+      const first = await run(dir);
+      await writeFile(join(dir, CACHE), corrupt(await readFile(join(dir, CACHE), "utf8")));
+      const after = await run(dir);
+      expect(after.cache).toEqual({ parsed: 4, reused: 0 });
+      expect(comparable(after)).toEqual(comparable(first));
+      expect(after.agents[0]!.skills.find((skill) => skill.name === "alpha")!.description).toBe("Drafts alpha reports.");
+      expect((await run(dir)).cache).toEqual({ parsed: 0, reused: 4 });
+    }
+  });
+
+  it("rewrites a bundle someone edited, removed a file from or added one to", async () => {
+    const dir = await project();
+    await run(dir);
+    const original = await prompt(dir);
+    await writeFile(join(dir, "dist/skills/prompts/main.txt"), "edited by hand");
+    expect((await run(dir)).written).toBe(true);
+    expect(await prompt(dir)).toBe(original);
+
+    await rm(join(dir, "dist/skills/prompts/main.txt"));
+    expect((await run(dir)).written).toBe(true);
+    expect(await prompt(dir)).toBe(original);
+
+    for (const stray of ["dist/skills/agents/stray.js", "dist/skills/stray.txt"]) {
+      await writeFile(join(dir, stray), "");
+      expect((await run(dir)).written).toBe(true);
+      expect((await run(dir)).written).toBe(false);
+    }
+  });
+
+  it("is not written by `build --check`", async () => {
+    const dir = await project();
+    await run(dir);
+    const before = await readFile(join(dir, CACHE), "utf8");
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const checked = await build({ cwd: dir, check: true });
+    expect(checked.cache).toEqual({ parsed: 1, reused: 3 });
+    expect(await readFile(join(dir, CACHE), "utf8")).toBe(before);
+  });
+});
