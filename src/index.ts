@@ -4,3 +4,4 @@ export type { AgentSkill, CompiledAgent, Compilation } from "./compile.js";
 export type { Diagnostic, RuleCode, Severity } from "./diagnostics.js";
 export { OutputError } from "./emit.js";
 export { manifestSchema, type Manifest } from "./manifest.js";
+export type { FormatContext, FormatFunction, FormatSkill } from "./render.js";
