@@ -191,11 +191,10 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
   let doc: Document.Parsed;
   try {
     // Repeated keys are found by `inspectYaml` below: the package's own check compares every key with every other.
-    doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: false });
+    // logLevel "error": the package would print its warnings (a list used as a key) to stderr itself.
+    doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: false, logLevel: "error" });
   } catch (error) {
-    // The package composes nodes recursively: nesting deep enough exhausts the stack.
-    const detail = error instanceof RangeError ? `it nests more than ${MAX_NESTING} levels deep` : String(error);
-    return { findings: [], error: yamlError(file, yamlLines, { line: 2, column: 1 }, detail) };
+    return { findings: [], error: yamlError(file, yamlLines, { line: 2, column: 1 }, String(error)) };
   }
   // Positions in the YAML text are shifted by the opening fence to give SKILL.md coordinates.
   const at = (offset: number): Position => {
@@ -203,7 +202,11 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
     return { line: line + 1, column: col };
   };
   const firstError = doc.errors[0];
-  if (firstError) return { findings: [], error: yamlError(file, yamlLines, at(firstError.pos[0]), describeYamlError(firstError)) };
+  if (firstError) {
+    // The package composes nodes recursively and reports a stack overflow as RESOURCE_EXHAUSTION.
+    if (firstError.code === "RESOURCE_EXHAUSTION") return { findings: [], error: limitError(file, at(firstError.pos[0]), `it nests more than ${MAX_NESTING} levels deep`) };
+    return { findings: [], error: yamlError(file, yamlLines, at(firstError.pos[0]), describeYamlError(firstError)) };
+  }
 
   const contents = doc.contents;
   if (contents === null || (isScalar(contents) && contents.value === null)) return { findings: [], fields: [] };
@@ -221,19 +224,18 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
   }
 
   const shape = inspectYaml(contents);
-  if (shape.problem) return { findings: [], error: yamlError(file, yamlLines, at(shape.problem.offset), shape.problem.detail) };
+  if (shape.duplicateKey !== undefined) return { findings: [], error: yamlError(file, yamlLines, at(shape.duplicateKey), "Map keys must be unique") };
+  if (shape.overLimit) return { findings: [], error: limitError(file, at(shape.overLimit.offset), shape.overLimit.detail) };
   // One conversion for the whole document, so the alias limits count every alias once.
   let values: Map<string, unknown>;
   try {
     values = new Map(Object.entries(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as object));
   } catch (error) {
-    return { findings: [], error: yamlError(file, yamlLines, at(shape.firstAlias ?? 0), error instanceof Error ? error.message : String(error)) };
+    // Only aliases make the conversion fail: an unknown anchor, or the package's own expansion limit.
+    return { findings: [], error: limitError(file, at(shape.firstAlias ?? 0), error instanceof Error ? error.message : String(error)) };
   }
   if (shape.firstAlias !== undefined && expandedSizeExceeds([...values.values()], MAX_EXPANDED_SIZE)) {
-    return {
-      findings: [],
-      error: yamlError(file, yamlLines, at(shape.firstAlias), `its aliases expand it past ${formatBytes(MAX_EXPANDED_SIZE)} (or make a value contain itself)`),
-    };
+    return { findings: [], error: limitError(file, at(shape.firstAlias), `its aliases expand it past ${formatBytes(MAX_EXPANDED_SIZE)}, or make a value contain itself`) };
   }
 
   const findings: Finding[] = [];
@@ -262,8 +264,10 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
 interface YamlShape {
   /** Offset of the first alias, if the document has any. */
   firstAlias?: number;
-  /** The first bound the document breaks, or a repeated key. */
-  problem?: { offset: number; detail: string };
+  /** Offset of the first key repeated within its mapping. */
+  duplicateKey?: number;
+  /** The first bound the document breaks. */
+  overLimit?: { offset: number; detail: string };
 }
 
 /**
@@ -274,17 +278,17 @@ function inspectYaml(root: YAMLMap): YamlShape {
   const shape: YamlShape = {};
   let aliases = 0;
   const pending: { node: unknown; depth: number }[] = [{ node: root, depth: 1 }];
-  while (pending.length > 0 && !shape.problem) {
+  while (pending.length > 0 && shape.duplicateKey === undefined && !shape.overLimit) {
     const { node, depth } = pending.pop()!;
     const offset = (node as { range?: [number] }).range?.[0] ?? 0;
     if (isAlias(node)) {
       shape.firstAlias ??= offset;
-      if (++aliases > MAX_ALIAS_COUNT) shape.problem = { offset, detail: `it uses more than ${MAX_ALIAS_COUNT} aliases (\`*name\`)` };
+      if (++aliases > MAX_ALIAS_COUNT) shape.overLimit = { offset, detail: `it uses more than ${MAX_ALIAS_COUNT} aliases (\`*name\`)` };
       continue;
     }
     if (!isMap(node) && !isSeq(node)) continue;
     if (depth > MAX_NESTING) {
-      shape.problem = { offset, detail: `it nests more than ${MAX_NESTING} levels deep` };
+      shape.overLimit = { offset, detail: `it nests more than ${MAX_NESTING} levels deep` };
       continue;
     }
     const keys = new Set<unknown>();
@@ -296,7 +300,7 @@ function inspectYaml(root: YAMLMap): YamlShape {
       }
       if (isMap(node) && isScalar(item.key)) {
         if (keys.has(item.key.value)) {
-          shape.problem = { offset: item.key.range?.[0] ?? offset, detail: "Map keys must be unique" };
+          shape.duplicateKey = item.key.range?.[0] ?? offset;
           break;
         }
         keys.add(item.key.value);
@@ -349,6 +353,17 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
     fields.push({ key, value, keyAt: { line: lineNumber, column: 1 }, valueAt: { line: lineNumber, column: key.length + spaces.length + 2 } });
   }
   return fields.length > 0 ? fields : undefined;
+}
+
+/** YAML that breaks a bound set against hostile input; no real frontmatter comes near one. */
+function limitError(file: string, at: Position, detail: string): Finding {
+  return {
+    code: "yaml-invalid",
+    file,
+    ...at,
+    message: `the frontmatter is not valid YAML: ${detail}`,
+    hint: `Frontmatter holds a few plain fields: write values out instead of using anchors and aliases (\`&name\`, \`*name\`), and keep nesting shallow.`,
+  };
 }
 
 function describeYamlError(error: YAMLError): string {
