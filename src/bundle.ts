@@ -5,6 +5,7 @@ import { compareStrings } from "./diagnostics.js";
 import type { Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
 import { summarizeStructure } from "./resources.js";
+import { defineOwn } from "./validate.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";
@@ -116,7 +117,7 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === "object" && !(value instanceof Date)) {
     const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
+    for (const key of Object.keys(value).sort()) defineOwn(sorted, key, sortKeys((value as Record<string, unknown>)[key]));
     return sorted;
   }
   return value;

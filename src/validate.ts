@@ -114,7 +114,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
   for (const field of parsed.fields) {
     if (field.key === "name" || field.key === "description") continue;
     if (!(OPTIONAL_FIELD_NAMES as readonly string[]).includes(field.key)) {
-      extra[field.key] = field.value;
+      defineOwn(extra, field.key, field.value);
       const known = KNOWN_FIELD_NAMES.find((candidate) => candidate.toLowerCase() === field.key.trim().toLowerCase());
       report(
         "field-unknown",
@@ -128,7 +128,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     const key = field.key as keyof typeof optionalFields;
     const result = optionalFields[key].safeParse(field.value);
     if (result.success && key === "agent" && agentWithoutFork({ context: byKey.get("context")?.value, agent: field.value })) {
-      extra[field.key] = field.value;
+      defineOwn(extra, field.key, field.value);
       report(
         "field-invalid",
         field.keyAt,
@@ -138,7 +138,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     } else if (result.success) {
       (fields as Record<string, unknown>)[key] = result.data;
     } else {
-      extra[field.key] = field.value;
+      defineOwn(extra, field.key, field.value);
       report("field-invalid", field.valueAt, `\`${field.key}\` ${describeIssue(field.value, result.error.issues[0])}; the value is kept under \`extra\` only`, fieldHint(key, field.value));
     }
   }
@@ -232,4 +232,9 @@ function fieldHint(key: keyof typeof optionalFields, value: unknown): string {
     default:
       return typeof value === "number" || typeof value === "boolean" ? `Quote it: ${key}: "${String(value)}"` : `Write \`${key}\` as text.`;
   }
+}
+
+/** Sets an own property even for a key like `__proto__`, which plain assignment would turn into the prototype. */
+export function defineOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }

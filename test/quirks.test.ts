@@ -150,3 +150,19 @@ describe("bad input never crashes the compiler", () => {
     expect(result.agents[0]!.skills[1]!.body).toBe("# crlf\n\nSteps for crlf.");
   });
 });
+
+describe("frontmatter keys that are JavaScript's own names", () => {
+  it("keeps `__proto__` and `constructor` as ordinary fields under extra, in the manifest too", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/odd/SKILL.md": "---\nname: odd\ndescription: Odd keys.\n__proto__: polluted\nconstructor: built\n---\n",
+    });
+    const result = await check({ cwd: dir });
+    const extra = result.agents[0]!.skills[0]!.extra;
+    expect(Object.getPrototypeOf(extra)).toBe(Object.prototype);
+    expect(Object.entries(extra)).toEqual([["__proto__", "polluted"], ["constructor", "built"]]);
+    const { stableJson } = await import("../src/bundle.js");
+    expect(JSON.parse(stableJson(extra))).toEqual(JSON.parse('{"__proto__":"polluted","constructor":"built"}'));
+  });
+});
