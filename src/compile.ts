@@ -59,6 +59,8 @@ export interface Compilation {
   outDir: string;
   agents: CompiledAgent[];
   diagnostics: Diagnostic[];
+  /** What was read besides the config (whose files are `config.inputs`): every folder discovery listed, and the context files. What watch mode watches. */
+  inputs: { folders: string[]; files: string[] };
 }
 
 export interface CompileOptions {
@@ -197,7 +199,8 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   });
 
   hashSkillFiles(agents, display, findings, skillFileHashes);
-  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules) };
+  const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
+  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs };
 }
 
 function isHidden(skill: AgentSkill): boolean {

@@ -24,6 +24,8 @@ export interface RootListing {
   /** In path order, each real file once. */
   skills: DiscoveredSkill[];
   findings: Finding[];
+  /** Every folder listed, as walked (a linked folder by the link's path): where a change can add, edit or remove a skill. */
+  folders: string[];
 }
 
 interface IgnoreLayer {
@@ -55,10 +57,11 @@ export function discoverRoot(root: string, display: (path: string) => string): R
       message: `the root ${display(root)} ${describeFsError(error, "does not exist")}`,
       hint: "Check `root` in the config; relative roots resolve against the config file's folder.",
     });
-    return { root, skills: [], findings };
+    return { root, skills: [], findings, folders: [] };
   }
 
   const found: DiscoveredSkill[] = [];
+  const folders: string[] = [];
   const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
   const withIgnoreFile = (layers: readonly IgnoreLayer[], dir: string, relDir: string): readonly IgnoreLayer[] => {
     let rules = "";
@@ -78,6 +81,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
       findings.push({ code: "path-unreadable", file: display(dir), message: `the folder ${display(dir)} ${describeFsError(error, "cannot be read")}; skills below it are left out` });
       return;
     }
+    folders.push(dir);
     const gitignore = entries.some((entry) => entry.name === ".gitignore" && entry.isFile());
 
     const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
@@ -153,6 +157,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
           findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describeFsError(error, "cannot be read")}; its files are left out of the skill` });
           return;
         }
+        folders.push(path);
         const ignoreFile = inner.some((child) => child.name === ".gitignore" && child.isFile());
         collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(layers, path, rel) : layers, inner, files);
       };
@@ -179,7 +184,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
   found.sort((a, b) => comparePaths(a.dir, b.dir));
   const seen = new Set<string>();
   const skills = found.filter((skill) => !seen.has(skill.realFile) && seen.add(skill.realFile));
-  return { root, skills, findings };
+  return { root, skills, findings, folders };
 }
 
 /** Path order (SPEC §3): depth first, each folder's entries in bytewise order of their names. */

@@ -1,5 +1,8 @@
 import { relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../api.js";
+import { ConfigError } from "../config.js";
+import { OutputError } from "../emit.js";
+import { watchBuild } from "../watch.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, styleFor, type OutputFormat, type Style } from "../report.js";
 import { didYouMean } from "../suggest.js";
 import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
@@ -12,7 +15,7 @@ const COMMON_HELP = `  --config FILE      config file (default: skills.config.{t
 export const buildCommand: Command = {
   name: "build",
   summary: "compile the config's skills and write the bundle",
-  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--strict] [--max-warnings N] [--format pretty|json|github]
+  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--watch] [--strict] [--max-warnings N] [--format pretty|json|github]
 
 Compiles every agent in the config and writes the bundle (manifest.json, prompts/) to the config's
 outDir (default dist/skills). Nothing is written when there is an error.
@@ -21,21 +24,25 @@ Options:
 ${COMMON_HELP}
   --out DIR          write the bundle here instead of the config's outDir
   --check            compare the bundle on disk with a fresh build; write nothing, exit 1 if stale
+  --watch            build, then rebuild on every change of a skill, the config or a file it imports;
+                     a build with errors writes nothing, so the last good bundle stays (Ctrl-C stops)
 
 Examples:
   skills build
   skills build --config config/skills.config.ts --out build/skills
-  skills build --check          # in CI: fail when the committed bundle is out of date`,
+  skills build --check          # in CI: fail when the committed bundle is out of date
+  skills build --watch          # while editing skills`,
   options: {
     config: { type: "string" },
     out: { type: "string" },
     check: { type: "boolean" },
+    watch: { type: "boolean" },
     strict: { type: "boolean" },
     "max-warnings": { type: "string" },
     format: { type: "string" },
   },
   maxPositionals: 0,
-  run: (values, _positionals, io) => compileAndReport("build", values, io),
+  run: (values, _positionals, io) => (values.watch === true ? watchAndReport(values, io) : compileAndReport("build", values, io)),
 };
 
 export const checkCommand: Command = {
@@ -58,16 +65,32 @@ Examples:
 };
 
 async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO): Promise<number> {
-  const format = (values.format ?? (io.env.GITHUB_ACTIONS === "true" ? "github" : "pretty")) as OutputFormat;
-  const formats = ["pretty", "json", "github"];
-  if (!formats.includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}").${didYouMean(format, formats)}`);
-  const maxWarnings = parseMaxWarnings(values["max-warnings"]);
+  const { format, maxWarnings } = reportSettings(values, io);
   const progress = progressOnTty(io.stderr);
   const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update };
   const result: CheckResult & Partial<BuildResult> = await (command === "build"
     ? build({ ...options, outDir: values.out as string | undefined, check: values.check === true })
     : check(options)
   ).finally(progress.clear);
+  return report(command, result, values, io, format, { strict: options.strict, maxWarnings });
+}
+
+function reportSettings(values: FlagValues, io: CommandIO): { format: OutputFormat; maxWarnings: number | undefined } {
+  const format = (values.format ?? (io.env.GITHUB_ACTIONS === "true" ? "github" : "pretty")) as OutputFormat;
+  const formats = ["pretty", "json", "github"];
+  if (!formats.includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}").${didYouMean(format, formats)}`);
+  return { format, maxWarnings: parseMaxWarnings(values["max-warnings"]) };
+}
+
+/** Prints a build's or check's diagnostics and summary in the chosen format; returns the exit code. */
+async function report(
+  command: "build" | "check",
+  result: CheckResult & Partial<BuildResult>,
+  values: FlagValues,
+  io: CommandIO,
+  format: OutputFormat,
+  limits: { strict: boolean; maxWarnings: number | undefined },
+): Promise<number> {
   const stale = result.stale ?? [];
   const style = styleFor(io.stderr, io.env);
 
@@ -77,11 +100,62 @@ async function compileAndReport(command: "build" | "check", values: FlagValues, 
     write(io.stderr, formatGithub(result.diagnostics));
   } else {
     const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir));
-    const summary = summaryLine(command, result, { strict: options.strict, maxWarnings }, io.cwd, style);
+    const summary = summaryLine(command, result, limits, io.cwd, style);
     write(io.stderr, report ? `${report}\n\n${summary}` : summary);
   }
   if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
   return result.ok && stale.length === 0 ? 0 : 1;
+}
+
+/**
+ * `build --watch`: reports every build as `build` would, with what changed and how long it took, until Ctrl-C.
+ * Exits 2 when the first build cannot load the config (there is nothing to watch yet), else 0 when stopped.
+ */
+async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number> {
+  if (values.check === true) throw new UsageError("--watch and --check do not go together: --check compares once and writes nothing");
+  const { format, maxWarnings } = reportSettings(values, io);
+  const strict = values.strict === true;
+  const options = { config: values.config as string | undefined, cwd: io.cwd, strict, maxWarnings, outDir: values.out as string | undefined };
+  const stop = new AbortController();
+  const abort = () => stop.abort();
+  process.once("SIGINT", abort).once("SIGTERM", abort);
+  let firstError: unknown;
+  let builds = 0;
+  try {
+    await watchBuild(
+      options,
+      async ({ changed, result, error, ms, watching }) => {
+        const first = builds++ === 0;
+        if (first && !result) {
+          firstError = error; // nothing to watch: the CLI reports it as it exits
+          return;
+        }
+        if (changed.length > 0) write(io.stderr, `\nChanged: ${describeChanges(changed, io.cwd)}`);
+        if (result) {
+          await report("build", result, values, io, format, { strict, maxWarnings });
+          const parsed = `${result.cache.parsed} of ${result.cache.parsed + result.cache.reused} SKILL.md parsed`;
+          write(io.stderr, `Built in ${Math.round(ms)} ms (${parsed})${result.ok ? "" : "; the last good bundle stays"}.`);
+        } else {
+          const known = error instanceof ConfigError || error instanceof OutputError;
+          write(io.stderr, `skills: ${known ? (error as Error).message : `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`}`);
+          write(io.stderr, `Stopped after ${Math.round(ms)} ms; nothing written, the last good bundle stays.`);
+        }
+        if (first) write(io.stderr, `Watching ${watching.folders} ${watching.folders === 1 ? "folder" : "folders"} for changes (Ctrl-C to stop).`);
+        if (watching.failed) write(io.stderr, `skills: some folders are not watched: ${watching.failed}`);
+      },
+      stop.signal,
+    );
+  } finally {
+    process.off("SIGINT", abort).off("SIGTERM", abort);
+  }
+  if (firstError !== undefined) throw firstError;
+  return 0;
+}
+
+/** Changed paths relative to the working folder, the first few by name. */
+function describeChanges(paths: readonly string[], cwd: string): string {
+  const shown = [...new Set(paths.map((path) => relative(cwd, path) || "."))].sort();
+  return shown.length > 3 ? `${shown.slice(0, 3).join(", ")} and ${shown.length - 3} more` : shown.join(", ");
 }
 
 /** `build --check` found the bundle out of date: which files, how the first prompt differs, and the fix. */

@@ -1,0 +1,165 @@
+import { lstatSync, watch, type FSWatcher } from "node:fs";
+import { basename, dirname, join, sep } from "node:path";
+import { build, type BuildOptions, type BuildResult } from "./api.js";
+
+/** One build of a watch session. */
+export interface WatchBuild {
+  /** Absolute paths whose change started this build (empty for the first). */
+  changed: string[];
+  /** The build's outcome; with errors nothing was written and the last good bundle stays. */
+  result?: BuildResult;
+  /** What stopped the build before it had an outcome: a config that no longer loads, an outDir it cannot replace. */
+  error?: unknown;
+  /** How long the build took, in milliseconds. */
+  ms: number;
+  /** Folders watched after this build, and the reason some could not be (the system's limit on watches, say). */
+  watching: { folders: number; failed?: string };
+}
+
+/** What in a watched folder can change the build. */
+interface Interest {
+  /** Discovery lists the folder: a change that can alter what it finds matters. */
+  walked: boolean;
+  /** Files read from the folder by name: the config and what it imports, context files. */
+  names: Set<string>;
+}
+
+/** Changes closer together than this are one change: an editor's save, a `git checkout`, a copied folder. */
+const QUIET_MS = 100;
+
+/**
+ * `build --watch`: builds, then rebuilds whenever a skill file, the config or a file it imports changes, until
+ * `signal` aborts. A failed build writes nothing (as always), so the last good bundle stays in place.
+ *
+ * Each folder discovery listed gets its own non-recursive `fs.watch` (inotify on Linux), and so does each folder
+ * holding a config input or a context file, filtered to those files' names (editors save by renaming a new file
+ * over the old one, which a watch on the file itself would lose). Node 20's `recursive: true` is not used:
+ * on Linux it is emulated in JavaScript (a walk that adds a watch per folder, racing with the changes it is
+ * meant to see) and it would also watch what discovery skips (node_modules, dot folders, ignored paths). After
+ * every build the set of folders is brought up to date with what that build's discovery listed, so new skill
+ * folders are watched and removed ones released. Events inside the outDir are ignored: the build's own writes.
+ */
+export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBuild) => void | Promise<void>, signal: AbortSignal): Promise<void> {
+  /** Watched folder → whether discovery lists it (`walked`), and the names in it that matter besides. */
+  const watched = new Map<string, { watcher: FSWatcher } & Interest>();
+  let outDir: string | undefined;
+  /** Folders of the skills in the bundle: every file in them (and below) is listed in the manifest. */
+  let skillFolders = new Set<string>();
+  let failed: string | undefined;
+  const pending = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  let building: Promise<void> | undefined;
+
+  const isOwnOutput = (path: string) =>
+    outDir !== undefined && (path === outDir || path.startsWith(outDir + sep) || (dirname(path) === dirname(outDir) && basename(path).startsWith(`.${basename(outDir)}.`)));
+
+  const isInBundledSkill = (folder: string) => {
+    for (let current = folder; ; current = dirname(current)) {
+      if (skillFolders.has(current)) return true;
+      if (dirname(current) === current) return false;
+    }
+  };
+
+  /**
+   * Whether a change to `name` in a folder discovery lists can change the build: SKILL.md, .gitignore, a folder
+   * or link coming or going; any file of a bundled skill (the manifest lists and hashes them). Other files (a
+   * log beside the skills, say) and what discovery skips (dot entries, node_modules) cannot.
+   */
+  const mattersToDiscovery = (folder: string, name: string) => {
+    if (name === "SKILL.md" || name === ".gitignore") return true;
+    if (name === "node_modules" || name.startsWith(".")) return false;
+    if (isInBundledSkill(folder)) return true;
+    try {
+      return !lstatSync(join(folder, name)).isFile();
+    } catch {
+      return true; // gone: it may have been a folder
+    }
+  };
+
+  const onChange = (folder: string, name: string | null) => {
+    const entry = watched.get(folder);
+    if (!entry) return;
+    if (name !== null && !entry.names.has(name) && !(entry.walked && mattersToDiscovery(folder, name))) return;
+    const path = name === null ? folder : join(folder, name);
+    if (isOwnOutput(path)) return;
+    pending.add(path);
+    schedule();
+  };
+
+  const schedule = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (building) return; // the running build schedules again when it ends
+      building = runBuild([...pending]).finally(() => {
+        building = undefined;
+        if (pending.size > 0 && !signal.aborted) schedule();
+      });
+    }, QUIET_MS);
+  };
+
+  const runBuild = async (changed: string[]) => {
+    pending.clear();
+    const start = performance.now();
+    let result: BuildResult | undefined;
+    let error: unknown;
+    try {
+      result = await build(options);
+    } catch (caught) {
+      error = caught;
+    }
+    const ms = performance.now() - start;
+    if (result && !signal.aborted) follow(result);
+    await onBuild({ changed, ...(result ? { result } : { error }), ms, watching: { folders: watched.size, ...(failed ? { failed } : {}) } });
+  };
+
+  /** Watches what this build read, and stops watching what it no longer reads. */
+  const follow = (result: BuildResult) => {
+    outDir = result.outDir;
+    skillFolders = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir)));
+    const wanted = new Map<string, Interest>();
+    const interest = (folder: string) => wanted.get(folder) ?? wanted.set(folder, { walked: false, names: new Set() }).get(folder)!;
+    for (const folder of result.inputs.folders) if (!isOwnOutput(folder)) interest(folder).walked = true;
+    for (const file of [...result.config.inputs, ...result.inputs.files]) interest(dirname(file)).names.add(basename(file));
+    for (const [folder, entry] of watched) {
+      if (wanted.has(folder)) continue;
+      entry.watcher.close();
+      watched.delete(folder);
+    }
+    failed = undefined;
+    for (const [folder, { walked, names }] of wanted) {
+      const entry = watched.get(folder);
+      if (entry) {
+        Object.assign(entry, { walked, names });
+        continue;
+      }
+      try {
+        const watcher = watch(folder, { persistent: true }, (_event, name) => onChange(folder, name === null ? null : String(name)));
+        // The folder went away (its parent's watch reports that too): stop watching; the rebuild decides.
+        watcher.on("error", () => {
+          watcher.close();
+          watched.delete(folder);
+          pending.add(folder);
+          schedule();
+        });
+        watched.set(folder, { watcher, walked, names });
+      } catch (caught) {
+        const code = (caught as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ENOTDIR") continue; // gone since the build listed it; its parent's watch saw that
+        failed ??= code === "ENOSPC" ? "the system's limit on file watches is reached (on Linux, raise fs.inotify.max_user_watches)" : (caught as Error).message;
+      }
+    }
+  };
+
+  await runBuild([]);
+  if (watched.size === 0) return; // nothing to watch: the first build could not even load the config
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      clearTimeout(timer);
+      for (const { watcher } of watched.values()) watcher.close();
+      watched.clear();
+      void (building ?? Promise.resolve()).finally(resolve);
+    };
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
+  });
+}

@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
+
+/** A `skills build --watch` subprocess whose output is collected as it comes. */
+function startWatch(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
+  delete env.FORCE_COLOR;
+  delete env.GITHUB_ACTIONS;
+  const child = spawn(process.execPath, [CLI, "build", "--watch"], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  let text = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { child, output: () => text, exited };
+}
+
+/** Polls until `condition` holds: generous, since a loaded machine can be slow to deliver a change. */
+async function waitFor(condition: () => boolean | Promise<boolean>, what: string, output: () => string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the watch printed:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of running.splice(0)) child.kill("SIGKILL");
+});
+
+describe("skills build --watch", () => {
+  it("rebuilds on edits, keeps the last good bundle while a skill is broken, and picks up new skills and config edits", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    });
+    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    /** Output printed since the last step began. */
+    let mark = 0;
+    const since = () => output().slice(mark);
+    const step = () => {
+      mark = output().length;
+    };
+
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+    expect(output()).toContain("Wrote dist/skills (1 agent, 1 skill)");
+    expect(await prompt()).toContain("<description>Drafts alpha reports.</description>");
+
+    // An edit: rebuilt, and the output names the file.
+    step();
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha and omega reports."));
+    await waitFor(async () => (await prompt()).includes("Drafts alpha and omega reports."), "the edit in the bundle", output);
+    await waitFor(() => /Built in \d+ ms/.test(since()), "the rebuild's report", output);
+    expect(since()).toContain("Changed: skills/alpha/SKILL.md");
+
+    // A break: the error is reported and the last good bundle stays as it was.
+    step();
+    const good = await prompt();
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), "---\nname: alpha\n---\nNo description any more.\n");
+    await waitFor(() => since().includes("the last good bundle stays"), "the failed rebuild", output);
+    expect(since()).toContain("[description-missing]");
+    expect(since()).toContain("nothing written");
+    expect(await prompt()).toBe(good);
+
+    // The fix: rebuilt again.
+    step();
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, fixed."));
+    await waitFor(async () => (await prompt()).includes("Drafts alpha reports, fixed."), "the fixed skill in the bundle", output);
+
+    // A file discovery does not read (a log beside the skills) changes nothing: no build for it.
+    step();
+    await writeFile(join(dir, "skills/notes.log"), "a log line\n");
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, once more."));
+    await waitFor(async () => (await prompt()).includes("Drafts alpha reports, once more."), "the edit after the log", output);
+    await waitFor(() => /Built in \d+ ms/.test(since()), "the rebuild's report", output);
+    expect(since().match(/Built in/g)).toHaveLength(1);
+    expect(since()).not.toContain("notes.log");
+
+    // A new skill folder, then its SKILL.md: watched as soon as it exists.
+    step();
+    await mkdir(join(dir, "skills/beta"));
+    await waitFor(() => /Built in \d+ ms/.test(since()), "the rebuild for the new folder", output);
+    await writeFile(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks."));
+    await waitFor(async () => (await prompt()).includes("<name>beta</name>"), "the new skill in the bundle", output);
+
+    // The config: inline beta.
+    step();
+    await writeFile(join(dir, "skills.config.json"), JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills", inline: ["beta"], available: ["alpha"] }] } } }));
+    await waitFor(async () => (await prompt()).includes('<skill name="beta" location="skills/beta/SKILL.md">'), "the config edit in the bundle", output);
+    await waitFor(() => since().includes("Changed: skills.config.json"), "the config named as changed", output);
+
+    // A broken config: reported, the bundle kept, watching goes on.
+    step();
+    const beforeBadConfig = await prompt();
+    await writeFile(join(dir, "skills.config.json"), "{ not json");
+    await waitFor(() => since().includes("nothing written, the last good bundle stays"), "the config error", output);
+    expect(since()).toContain("invalid JSON");
+    expect(await prompt()).toBe(beforeBadConfig);
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
+  it("exits 2 when the first build cannot load the config", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": "{ not json" });
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    expect(await watch.exited).toBe(2);
+    expect(watch.output()).toContain("invalid JSON");
+  });
+});
