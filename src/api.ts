@@ -74,7 +74,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
     const files = bundleFiles(result);
     const copies = stagedCopies(result);
     if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files, copies)) };
-    await writeBundle(outDir, files, copies);
+    await writeBundle(outDir, files, copies, result.config);
     cache.recordBundle(outDir, fingerprint, [...files.keys(), ...copies.map((copy) => copy.path)]);
     return { ...result, outDir, written: true, stale: [] };
   } finally {

@@ -1,44 +1,203 @@
 import { randomBytes } from "node:crypto";
-import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { renameSync } from "node:fs";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { basename, dirname, join, sep } from "node:path";
 import { GENERATOR, type StagedCopy } from "./bundle.js";
+import { resolveRoot, type LoadedConfig } from "./config.js";
 import { hashFile } from "./resources.js";
 
-/** The outDir is one skillbake must not replace; the CLI exits 2. */
+/** The outDir is one skillbake must not replace, or another build is writing it; the CLI exits 2. */
 export class OutputError extends Error {
   override name = "OutputError";
 }
 
 /**
  * Writes the bundle into a sibling temporary folder, then swaps it in (SPEC §6), so readers see the old
- * bundle or the new one, never a mix. A folder that holds anything but a skillbake bundle is never replaced.
- * `copies` are skill files `stage: true` puts into the bundle.
+ * bundle or the new one, never a mix. `copies` are skill files `stage: true` puts into the bundle.
+ *
+ * - Refused before anything is created or deleted: an outDir that is or holds the filesystem root, the home
+ *   folder, the config's folder or a skills root; an outDir that is a symbolic link; a folder holding files
+ *   skillbake did not write.
+ * - One build at a time per outDir: a lock file beside it, `.<outDir>.lock`, holds the writer's process id.
+ * - The swap is two renames back to back (outDir → `.<outDir>.old-…`, staging → outDir). A build killed
+ *   between them leaves no outDir but the complete old bundle beside it; the next build puts it back first,
+ *   and removes what killed builds left (see `recoverInterruptedBuild`).
  */
-export async function writeBundle(outDir: string, files: ReadonlyMap<string, string>, copies: readonly StagedCopy[] = []): Promise<void> {
-  await assertReplaceable(outDir);
-  const parent = dirname(outDir);
-  await mkdir(parent, { recursive: true });
-  const suffix = `${process.pid}-${randomBytes(4).toString("hex")}`;
-  const staging = join(parent, `.${basename(outDir)}.tmp-${suffix}`);
-  const retired = join(parent, `.${basename(outDir)}.old-${suffix}`);
+export async function writeBundle(outDir: string, files: ReadonlyMap<string, string>, copies: readonly StagedCopy[], config: LoadedConfig): Promise<void> {
+  await assertSafeOutDir(outDir, config);
+  await mkdir(dirname(outDir), { recursive: true });
+  const unlock = await lockOutDir(outDir);
   try {
-    for (const [path, text] of files) {
-      const target = join(staging, path);
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, text);
-    }
-    await stageCopies(staging, copies);
-    let replaced = false;
+    await recoverInterruptedBuild(outDir);
+    await assertReplaceable(outDir);
+    const staging = transientPath(outDir, "tmp");
     try {
-      await rename(outDir, retired);
-      replaced = true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      for (const [path, text] of files) {
+        const target = join(staging, path);
+        await mkdir(dirname(target), { recursive: true });
+        await writeFile(target, text);
+      }
+      await stageCopies(staging, copies);
+      const retired = swapIn(staging, outDir);
+      if (retired) await rm(retired, { recursive: true, force: true });
+    } finally {
+      await rm(staging, { recursive: true, force: true });
     }
-    await rename(staging, outDir);
-    if (replaced) await rm(retired, { recursive: true, force: true });
   } finally {
-    await rm(staging, { recursive: true, force: true });
+    await unlock();
+  }
+}
+
+/**
+ * Staging → outDir, the old outDir (if any) moved aside first and returned. Synchronous, so nothing else runs
+ * between the two renames: outDir is missing only for that instant, and if the second rename fails the old
+ * bundle goes straight back.
+ */
+function swapIn(staging: string, outDir: string): string | undefined {
+  const retired = transientPath(outDir, "old");
+  let moved = false;
+  try {
+    renameSync(outDir, retired);
+    moved = true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  try {
+    renameSync(staging, outDir);
+  } catch (error) {
+    if (moved) renameSync(retired, outDir);
+    throw error;
+  }
+  return moved ? retired : undefined;
+}
+
+/** What a build keeps beside outDir while it runs: `.<outDir>.<kind>-<pid>-<random>`. */
+type TransientKind = "tmp" | "old" | "lock" | "stale";
+const TRANSIENT_NAME = /^(tmp|old|lock|stale)-(\d+)-[0-9a-f]+$/;
+
+function transientPath(outDir: string, kind: TransientKind): string {
+  return join(dirname(outDir), `.${basename(outDir)}.${kind}-${process.pid}-${randomBytes(4).toString("hex")}`);
+}
+
+/**
+ * Undoes what killed builds left beside outDir; runs with the lock held, so no other build is between its
+ * renames. An outDir that is missing while an `old` folder stands beside it is put back (a build died between
+ * its two renames: the old bundle is complete, the new one may not be). Staging and retired folders are then
+ * removed, and lock candidates of processes that are gone.
+ */
+export async function recoverInterruptedBuild(outDir: string): Promise<void> {
+  const parent = dirname(outDir);
+  const prefix = `.${basename(outDir)}.`;
+  const leftovers: { path: string; kind: TransientKind; pid: number }[] = [];
+  for (const name of (await readdir(parent).catch(() => [])).sort()) {
+    const match = name.startsWith(prefix) ? TRANSIENT_NAME.exec(name.slice(prefix.length)) : null;
+    if (match && Number(match[2]) !== process.pid) leftovers.push({ path: join(parent, name), kind: match[1] as TransientKind, pid: Number(match[2]) });
+  }
+  const retired = leftovers.find((leftover) => leftover.kind === "old");
+  if (retired && !(await exists(outDir))) {
+    await rename(retired.path, outDir);
+    leftovers.splice(leftovers.indexOf(retired), 1);
+  }
+  const abandoned = leftovers.filter((leftover) => leftover.kind === "tmp" || leftover.kind === "old" || !isRunning(leftover.pid));
+  await Promise.all(abandoned.map((leftover) => rm(leftover.path, { recursive: true, force: true })));
+}
+
+/**
+ * Takes `.<outDir>.lock`, or throws an OutputError naming the build that holds it. The lock is linked into
+ * place from a file already holding our process id, so it never exists empty; a lock whose process is gone
+ * (a killed build) is taken over.
+ */
+async function lockOutDir(outDir: string): Promise<() => Promise<void>> {
+  const lock = join(dirname(outDir), `.${basename(outDir)}.lock`);
+  const candidate = transientPath(outDir, "lock");
+  await writeFile(candidate, `${process.pid}\n`);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await link(candidate, lock);
+        return () => unlink(lock).catch(() => {});
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      }
+      const holder = await lockHolder(lock);
+      if ((holder !== undefined && isRunning(holder)) || attempt === 3) {
+        throw new OutputError(
+          `another skills build${holder === undefined ? "" : ` (process ${holder})`} is writing ${outDir}; wait for it to finish, then build again. If no build is running, delete ${lock}.`,
+        );
+      }
+      if (holder !== undefined) await breakStaleLock(outDir, lock, holder);
+    }
+  } finally {
+    await unlink(candidate).catch(() => {});
+  }
+}
+
+/** Removes the lock of a build that is gone; if another build took it over meanwhile, its lock is put back. */
+async function breakStaleLock(outDir: string, lock: string, stalePid: number): Promise<void> {
+  const moved = transientPath(outDir, "stale");
+  try {
+    await rename(lock, moved);
+  } catch {
+    return; // already gone
+  }
+  const holder = await lockHolder(moved);
+  if (holder !== undefined && holder !== stalePid && isRunning(holder)) await link(moved, lock).catch(() => {});
+  await unlink(moved).catch(() => {});
+}
+
+async function lockHolder(lock: string): Promise<number | undefined> {
+  const pid = Number.parseInt(await readFile(lock, "utf8").catch(() => ""), 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"; // alive, but another user's
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Replacing outDir deletes what is in it: refused when it is, or holds, a folder the user keeps their work in,
+ * before anything is created or deleted. Compared by real path, so a link or `..` does not get around it.
+ */
+async function assertSafeOutDir(outDir: string, config: LoadedConfig): Promise<void> {
+  const fix = "Set `outDir` (or --out) to a folder of its own, such as dist/skills.";
+  if ((await lstat(outDir).catch(() => undefined))?.isSymbolicLink()) {
+    throw new OutputError(`${outDir} is a symbolic link; a build replaces the outDir folder, which would replace the link. Set \`outDir\` to the folder it points to.`);
+  }
+  const target = await realPathOf(outDir);
+  if (dirname(target) === target) throw new OutputError(`${outDir} is the filesystem root; skillbake will not replace it. ${fix}`);
+  const roots = Object.values(config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, config.dir)));
+  const guarded: [string, string][] = [
+    [homedir(), "your home folder"],
+    [config.dir, `the config file's folder`],
+    ...roots.map((root): [string, string] => [root, `the skills root ${root}`]),
+  ];
+  for (const [folder, what] of guarded) {
+    const real = await realPathOf(folder);
+    if (real === target) throw new OutputError(`${outDir} is ${what}; a build replaces its outDir and everything in it. ${fix}`);
+    if (real.startsWith(target.endsWith(sep) ? target : target + sep)) throw new OutputError(`${outDir} holds ${what}; a build replaces its outDir and everything in it. ${fix}`);
+  }
+}
+
+/** The real path of `path`, or of its deepest existing folder with the rest appended. */
+async function realPathOf(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    const parent = dirname(path);
+    return parent === path ? path : join(await realPathOf(parent), basename(path));
   }
 }
 

@@ -1,0 +1,253 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { recoverInterruptedBuild } from "../src/emit.js";
+import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+/** Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`. */
+const KILLS = Math.max(30, Math.round(Number(process.env.FUZZ_RUNS ?? 0) / 100));
+
+async function project(config: object = { agents: { main: { skills: [{ root: "skills" }] } } }, tree: Record<string, string | { link: string }> = {}) {
+  const dir = await tempDir();
+  await writeTree(dir, { "skills.config.json": JSON.stringify(config), "skills/alpha/SKILL.md": skillMd("alpha"), ...tree });
+  return dir;
+}
+
+/**
+ * Every file and link under `dir` (relative path → content or link target), the build cache aside; undefined
+ * when `dir` does not exist.
+ */
+async function snapshot(dir: string): Promise<Map<string, string> | undefined> {
+  if (!existsSync(dir)) return undefined;
+  const files = new Map<string, string>();
+  const walk = async (prefix: string): Promise<void> => {
+    for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
+      const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (path === "node_modules/.cache") continue;
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isSymbolicLink()) files.set(path, `-> ${await readlink(join(dir, path))}`);
+      else files.set(path, await readFile(join(dir, path), "utf8"));
+    }
+  };
+  await walk("");
+  return files;
+}
+
+async function restore(dir: string, files: ReadonlyMap<string, string>): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  for (const [path, text] of files) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+}
+
+/** What a build keeps beside `dist/skills` while it runs (lock, lock candidates, staging and retired folders). */
+async function transientSiblings(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, "dist")).catch(() => [])).filter((name) => name.startsWith(".skills."));
+}
+
+/** The pid of a process that has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""]);
+  await new Promise((resolve) => child.on("exit", resolve));
+  return child.pid!;
+}
+
+describe("outDir refusals: nothing is created or deleted", () => {
+  const cases: { name: string; out: (dir: string) => string; message: (dir: string) => string; setup?: (dir: string) => Promise<void>; env?: (dir: string) => Record<string, string> }[] = [
+    { name: "the config file's folder", out: () => ".", message: (dir) => `${dir} is the config file's folder` },
+    { name: "a skills root", out: () => "skills", message: (dir) => `${join(dir, "skills")} is the skills root ${join(dir, "skills")}` },
+    {
+      name: "a parent of a skills root",
+      out: () => "packs",
+      message: (dir) => `${join(dir, "packs")} holds the skills root ${join(dir, "packs/team/skills")}`,
+      setup: async (dir) => {
+        await writeTree(dir, {
+          "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }, { root: "packs/team/skills" }] } } }),
+          "packs/team/skills/beta/SKILL.md": skillMd("beta"),
+        });
+      },
+    },
+    { name: "the filesystem root", out: () => "/", message: () => "/ is the filesystem root" },
+    {
+      name: "the home folder",
+      out: (dir) => join(dir, "home"),
+      message: (dir) => `${join(dir, "home")} is your home folder`,
+      setup: (dir) => writeTree(dir, { "home/notes.txt": "mine" }),
+      env: (dir) => ({ HOME: join(dir, "home") }),
+    },
+    {
+      name: "a folder that holds the home folder",
+      out: () => "users",
+      message: (dir) => `${join(dir, "users")} holds your home folder`,
+      setup: (dir) => writeTree(dir, { "users/me/notes.txt": "mine" }),
+      env: (dir) => ({ HOME: join(dir, "users/me") }),
+    },
+    {
+      name: "a skills root reached through a link in the path",
+      out: () => "alias/skills",
+      message: (dir) => `${join(dir, "alias/skills")} is the skills root ${join(dir, "skills")}`,
+      setup: (dir) => writeTree(dir, { alias: { link: "." } }),
+    },
+    {
+      name: "a symbolic link",
+      out: () => "dist/skills",
+      message: (dir) => `${join(dir, "dist/skills")} is a symbolic link`,
+      setup: (dir) => writeTree(dir, { "elsewhere/keep.txt": "mine", "dist/skills": { link: "../elsewhere" } }),
+    },
+  ];
+
+  for (const { name, out, message, setup, env } of cases) {
+    it(`refuses ${name} (exit 2, one clear line)`, async () => {
+      const dir = await project();
+      await setup?.(dir);
+      const before = await snapshot(dir);
+      const run = await runCli(["build", "--out", out(dir)], { cwd: dir, env: env?.(dir) });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`skills: ${message(dir)}`);
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      // Not a file changed, added or removed.
+      expect(await snapshot(dir)).toEqual(before);
+    });
+  }
+});
+
+describe("one build at a time per outDir", () => {
+  it("a build finds the lock of a running build: exit 2 naming it, nothing written, the lock left alone", async () => {
+    const dir = await project();
+    const lock = join(dir, "dist/.skills.lock");
+    await writeTree(dir, { "dist/.skills.lock": `${process.pid}\n` });
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(`skills: another skills build (process ${process.pid}) is writing ${join(dir, "dist/skills")}; wait for it to finish, then build again. If no build is running, delete ${lock}.`);
+    expect(existsSync(join(dir, "dist/skills"))).toBe(false);
+    expect(await transientSiblings(dir)).toEqual([".skills.lock"]);
+  });
+
+  it("the lock of a killed build is taken over and removed", async () => {
+    const dir = await project();
+    await writeTree(dir, { "dist/.skills.lock": `${await deadPid()}\n` });
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(existsSync(join(dir, "dist/skills/manifest.json"))).toBe(true);
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+
+  it("builds started together: each succeeds or says another build is writing; one complete bundle, nothing left beside it", async () => {
+    const dir = await project({ agents: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`agent-${i}`, { skills: [{ root: "skills" }] }])) });
+    const expected = await (async () => {
+      await runCli(["build", "--out", "expected"], { cwd: dir });
+      return snapshot(join(dir, "expected"));
+    })();
+    for (let round = 0; round < 3; round++) {
+      await rm(join(dir, "dist"), { recursive: true, force: true });
+      await rm(join(dir, "node_modules"), { recursive: true, force: true }); // the build cache would skip the write
+      const runs = await Promise.all(Array.from({ length: 4 }, () => runCli(["build"], { cwd: dir })));
+      for (const run of runs) {
+        if (run.code === 0) continue;
+        expect(run.code).toBe(2);
+        expect(run.stderr).toMatch(/^skills: another skills build \(process \d+\) is writing /);
+      }
+      expect(runs.some((run) => run.code === 0)).toBe(true);
+      expect(await snapshot(join(dir, "dist/skills"))).toEqual(expected);
+      expect(await transientSiblings(dir)).toEqual([]);
+    }
+  });
+});
+
+describe("recovery from a killed build", () => {
+  it("an outDir missing beside a retired bundle (killed between the two renames) gets the old bundle back; leftovers go", async () => {
+    const dir = await tempDir();
+    const pid = await deadPid();
+    await writeTree(dir, {
+      [`.skills.old-${pid}-0a1b2c3d/manifest.json`]: "old bundle",
+      [`.skills.old-${pid}-0a1b2c3d/prompts/main.txt`]: "old prompt",
+      [`.skills.tmp-${pid}-0a1b2c3d/manifest.json`]: "new bundle",
+      [`.skills.lock-${pid}-0a1b2c3d`]: `${pid}\n`,
+      "keep.txt": "not ours",
+    });
+    await recoverInterruptedBuild(join(dir, "skills"));
+    expect(await snapshot(join(dir, "skills"))).toEqual(new Map([["manifest.json", "old bundle"], ["prompts/main.txt", "old prompt"]]));
+    expect((await readdir(dir)).sort()).toEqual(["keep.txt", "skills"]);
+  });
+
+  it("with the new bundle in place, a half-deleted retired folder and staging folders are removed; a running build's lock candidate stays", async () => {
+    const dir = await tempDir();
+    const dead = await deadPid();
+    const running = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+    try {
+      await writeTree(dir, {
+        "skills/manifest.json": "new bundle",
+        [`.skills.old-${dead}-00000001/prompts/main.txt`]: "half deleted",
+        [`.skills.tmp-${dead}-00000002/manifest.json`]: "partial",
+        [`.skills.lock-${running.pid}-00000003`]: `${running.pid}\n`,
+      });
+      await recoverInterruptedBuild(join(dir, "skills"));
+      expect(await snapshot(join(dir, "skills"))).toEqual(new Map([["manifest.json", "new bundle"]]));
+      expect((await readdir(dir)).sort()).toEqual([`.skills.lock-${running.pid}-00000003`, "skills"]);
+    } finally {
+      running.kill();
+    }
+  });
+
+  it(`${KILLS} builds killed (SIGKILL) at random moments each leave the old bundle or the new one, complete`, async () => {
+    const agents = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`agent-${i}`, { skills: [{ root: "skills" }] }]));
+    const skills = (version: string) => Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`skills/skill-${i}/SKILL.md`, skillMd(`skill-${i}`, `Version ${version} of skill ${i}. Use when ${i} matters.`)]));
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ location: "relative", agents }), ...skills("A") });
+    const outDir = join(dir, "dist/skills");
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const oldBundle = (await snapshot(outDir))!;
+    await writeTree(dir, skills("B"));
+    expect((await runCli(["build", "--out", "expected"], { cwd: dir })).code).toBe(0);
+    const newBundle = (await snapshot(join(dir, "expected")))!;
+    expect(newBundle).not.toEqual(oldBundle);
+
+    const started = performance.now();
+    expect((await runCli(["build", "--out", "timing"], { cwd: dir })).code).toBe(0);
+    const duration = performance.now() - started;
+
+    const states = new Map<string, number>();
+    for (let kill = 0; kill < KILLS; kill++) {
+      await restore(outDir, oldBundle);
+      const child = spawn(process.execPath, [CLI, "build"], { cwd: dir, stdio: "ignore" });
+      const exited = new Promise((resolve) => child.on("exit", resolve));
+      // Most of a build is starting Node and compiling; the moments that matter are near the end.
+      await new Promise((resolve) => setTimeout(resolve, duration * (0.2 + Math.random())));
+      child.kill("SIGKILL");
+      await exited;
+
+      const found = await snapshot(outDir);
+      const leftovers = (await transientSiblings(dir)).map((name) => name.replace(/-\d+-[0-9a-f]+$/, ""));
+      let state: string;
+      if (found === undefined) {
+        // Killed between the two renames: the old bundle stands complete beside the missing outDir.
+        const retired = (await transientSiblings(dir)).filter((name) => name.startsWith(".skills.old-"));
+        expect(retired).toHaveLength(1);
+        expect(await snapshot(join(dir, "dist", retired[0]!))).toEqual(oldBundle);
+        state = "between the renames";
+      } else if (found.size === oldBundle.size && [...found].every(([path, text]) => oldBundle.get(path) === text)) {
+        state = leftovers.includes(".skills.tmp") ? "old, staging left" : "old";
+      } else {
+        expect(found).toEqual(newBundle);
+        state = leftovers.includes(".skills.old") ? "new, retired folder left" : "new";
+      }
+      states.set(state, (states.get(state) ?? 0) + 1);
+
+      await recoverInterruptedBuild(outDir);
+      const recovered = await snapshot(outDir);
+      expect([oldBundle, newBundle]).toContainEqual(recovered);
+      expect((await transientSiblings(dir)).filter((name) => !/^\.skills\.lock/.test(name))).toEqual([]);
+    }
+    console.info(`killed builds (build ≈ ${Math.round(duration)} ms):`, Object.fromEntries(states));
+
+    // The next build takes over the killed builds' lock, writes the new bundle and leaves nothing beside it.
+    await rm(join(dir, "node_modules"), { recursive: true, force: true });
+    const last = await runCli(["build"], { cwd: dir });
+    expect(last.code).toBe(0);
+    expect(await snapshot(outDir)).toEqual(newBundle);
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+});
