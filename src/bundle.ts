@@ -97,10 +97,15 @@ function inputsHash(compilation: Compilation): string {
   return sha256(stableJson({ config, skills: sorted, context }));
 }
 
-/** sha256 of each file (all but the manifest, which holds them), by path. */
+/** sha256 of each file (all but the manifest, which holds them), by path; a text two files share is hashed once. */
 function outputHashes(files: ReadonlyMap<string, string>): Record<string, string> {
   const hashes: Record<string, string> = {};
-  for (const [path, text] of files) hashes[path] = sha256(text);
+  const byText = new Map<string, string>();
+  for (const [path, text] of files) {
+    let hash = byText.get(text);
+    if (hash === undefined) byText.set(text, (hash = sha256(text)));
+    hashes[path] = hash;
+  }
   return hashes;
 }
 

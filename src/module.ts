@@ -18,20 +18,28 @@ export function moduleFiles(compilation: Compilation): Map<string, string> {
   // The modules are ESM in `.js` files: this makes them so inside any project, even one whose package.json
   // says "type": "commonjs" (npm init's default), for Node and for TypeScript's module detection alike.
   files.set("package.json", `{\n  "type": "module"\n}\n`);
-  files.set("index.js", header + moduleJs(compilation.agents));
-  files.set("index.d.ts", header + moduleDts(compilation.agents));
+  // A skill's literal (most of it its body) is written once, however many modules hold the skill; with a
+  // single agent, its module is index.js itself.
+  const literals = new Map<string, string>();
+  const indexJs = header + moduleJs(compilation.agents, literals);
+  const indexDts = header + moduleDts(compilation.agents);
+  files.set("index.js", indexJs);
+  files.set("index.d.ts", indexDts);
+  const single = compilation.agents.length === 1;
   for (const agent of compilation.agents) {
-    files.set(`agents/${agent.id}.js`, header + moduleJs([agent]));
-    files.set(`agents/${agent.id}.d.ts`, header + moduleDts([agent]));
+    files.set(`agents/${agent.id}.js`, single ? indexJs : header + moduleJs([agent], literals));
+    files.set(`agents/${agent.id}.d.ts`, single ? indexDts : header + moduleDts([agent]));
   }
   return files;
 }
 
-function moduleJs(agents: readonly CompiledAgent[]): string {
+/** `literals`: each skill's literal by SKILL.md path, shared between the modules of one bundle. */
+function moduleJs(agents: readonly CompiledAgent[], literals: Map<string, string>): string {
   const agentData: Record<string, AgentData> = {};
   // Each SKILL.md once, however many agents select it.
   const fileIndex = new Map<string, number>();
-  const table: SkillTable = { files: [], agents: {} };
+  const skillsByAgent: SkillTable["agents"] = {};
+  const fileLiterals: string[] = [];
   for (const agent of agents) {
     agentData[agent.id] = {
       format: agent.format,
@@ -39,10 +47,12 @@ function moduleJs(agents: readonly CompiledAgent[]): string {
       prompt: agent.prompt,
       modelInvocable: [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name))],
     };
-    table.agents[agent.id] = agent.skills.map((skill) => {
+    skillsByAgent[agent.id] = agent.skills.map((skill) => {
       let file = fileIndex.get(skill.file);
       if (file === undefined) {
-        file = table.files.push(skillFile(skill)) - 1;
+        let literal = literals.get(skill.file);
+        if (literal === undefined) literals.set(skill.file, (literal = jsLiteral(skillFile(skill))));
+        file = fileLiterals.push(literal) - 1;
         fileIndex.set(skill.file, file);
       }
       return { file, mode: skill.mode, source: skill.source };
@@ -56,8 +66,8 @@ function moduleJs(agents: readonly CompiledAgent[]): string {
 function skillTable() {
   return {
     files: [
-${table.files.map((file) => `      ${jsLiteral(file)},\n`).join("")}    ],
-    agents: ${jsLiteral(table.agents)},
+${fileLiterals.map((literal) => `      ${literal},\n`).join("")}    ],
+    agents: ${jsLiteral(skillsByAgent)},
   };
 }
 
