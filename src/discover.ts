@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
-import { compareStrings, type Finding } from "./diagnostics.js";
+import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 
 /** A `SKILL.md` found under a root. */
@@ -187,16 +187,23 @@ export function discoverRoot(root: string, display: (path: string) => string): R
   return { root, skills, findings, folders };
 }
 
-/** Path order (SPEC §3): depth first, each folder's entries in bytewise order of their names. */
+/**
+ * Path order (SPEC §3): depth first, each folder's entries in bytewise order of their names. That is code point
+ * order with "/" below every other character, compared in place: sorting 10,000 paths calls this ~140,000 times.
+ */
 export function comparePaths(a: string, b: string): number {
-  const left = a.split("/");
-  const right = b.split("/");
-  for (let i = 0; i < Math.min(left.length, right.length); i++) {
-    const order = compareStrings(left[i]!, right[i]!);
-    if (order !== 0) return order;
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x === SLASH) return -1;
+    if (y === SLASH) return 1;
+    return a.codePointAt(i)! - b.codePointAt(i)!;
   }
-  return left.length - right.length;
+  return a.length - b.length;
 }
+const SLASH = 0x2f;
 
 /** git's rule: the deepest .gitignore with a verdict on the path decides. */
 function isIgnored(layers: readonly IgnoreLayer[], rel: string, isDir: boolean): boolean {
