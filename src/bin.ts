@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 import { main } from "./cli.js";
 
-main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() }).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`skills: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\nPlease report this with the command you ran.\n`);
-    process.exitCode = 70;
-  },
-);
+main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() }).then(exit, (error: unknown) => {
+  process.stderr.write(`skills: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\nPlease report this with the command you ran.\n`);
+  exit(70);
+});
+
+/** Exits once the output is flushed: a config's code may leave timers or sockets open that would keep Node running. */
+function exit(code: number): void {
+  process.exitCode = code;
+  process.stdout.write("", () => process.stderr.write("", () => process.exit()));
+}

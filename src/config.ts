@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { readFile, unlink, writeFile } from "node:fs/promises";
+import { SourceMap } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { z } from "zod";
 import { RULE_CODES } from "./diagnostics.js";
 import { didYouMean } from "./suggest.js";
@@ -115,23 +116,38 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   const file = path ? resolve(cwd, path) : CONFIG_FILE_NAMES.map((name) => join(cwd, name)).find((candidate) => existsSync(candidate));
   if (!file) throw new ConfigError(cwd, `no config found (looked for ${CONFIG_FILE_NAMES.join(", ")}); run \`skills init\` to create one`);
   if (!existsSync(file)) throw new ConfigError(file, "the config file does not exist");
-  const { value, inputs } = await importConfigFile(file);
+  const { value, inputs, exportAt } = await importConfigFile(file);
   const parsed = configSchema.safeParse(value);
-  if (!parsed.success) throw new ConfigError(file, formatIssues(parsed.error.issues));
+  if (!parsed.success) {
+    const [first] = parsed.error.issues;
+    if (first?.code === "invalid_type" && first.path.length === 0) {
+      const fix = file.endsWith(".json") ? 'write `{ "agents": { … } }`' : "write `export default defineConfig({ agents: { … } })`";
+      throw new ConfigError(exportAt ?? file, `${file.endsWith(".json") ? "the config" : "the default export"} is ${describeValue(value)}, not a config object; ${fix}`);
+    }
+    throw new ConfigError(file, formatIssues(parsed.error.issues));
+  }
   return { file, dir: dirname(file), config: parsed.data, inputs };
 }
 
-async function importConfigFile(file: string): Promise<{ value: unknown; inputs: string[] }> {
+interface ImportedConfig {
+  value: unknown;
+  inputs: string[];
+  /** `file:line:col` of the default export (of the JSON text), for an export of the wrong shape. */
+  exportAt?: string;
+}
+
+async function importConfigFile(file: string): Promise<ImportedConfig> {
   if (file.endsWith(".json")) {
     const text = await readFile(file, "utf8");
     try {
-      return { value: JSON.parse(text), inputs: [file] };
+      return { value: JSON.parse(text), inputs: [file], exportAt: `${file}:1:1` };
     } catch (error) {
       throw new ConfigError(file, `invalid JSON: ${(error as Error).message}`);
     }
   }
   if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file);
-  return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`), inputs: [file] };
+  const code: ConfigCode = { module: file, sources: [{ path: file, text: await readFile(file, "utf8") }] };
+  return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`, code), inputs: [file], exportAt: exportLocation(file, code) };
 }
 
 /**
@@ -139,7 +155,7 @@ async function importConfigFile(file: string): Promise<{ value: unknown; inputs:
  * config, so its relative imports and node_modules resolve as they would for the config itself; the
  * temporary file is removed whatever happens.
  */
-async function importTypeScript(file: string): Promise<{ value: unknown; inputs: string[] }> {
+async function importTypeScript(file: string): Promise<ImportedConfig> {
   const { build } = await import("esbuild");
   let output;
   try {
@@ -167,12 +183,32 @@ async function importTypeScript(file: string): Promise<{ value: unknown; inputs:
     .map((input) => resolve(process.cwd(), input))
     .sort();
   const temporary = join(dirname(file), `.${basename(file)}.${process.pid}-${Math.random().toString(36).slice(2)}.mjs`);
+  const configCode = typeScriptCode(temporary, code);
   await writeFile(temporary, code);
   try {
-    return { value: await evaluate(file, pathToFileURL(temporary).href), inputs };
+    return { value: await evaluate(file, pathToFileURL(temporary).href, configCode), inputs, exportAt: exportLocation(file, configCode) };
   } finally {
     await unlink(temporary).catch(() => {});
   }
+}
+
+/** The config's code as Node runs it, so that a failure can be pointed at the config's own line. */
+interface ConfigCode {
+  /** The module Node imports: the config itself, or esbuild's output for a TypeScript config. */
+  module: string;
+  /** Maps esbuild's output back to the config and the local files it imports. */
+  sourceMap?: SourceMap;
+  /** The config and its local imports, with their text. */
+  sources: { path: string; text: string }[];
+}
+
+/** esbuild's inline source map holds the sources' paths (relative to the working folder) and their text. */
+function typeScriptCode(module: string, code: string): ConfigCode {
+  const inline = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(code);
+  if (!inline) return { module, sources: [] };
+  const payload = JSON.parse(Buffer.from(inline[1]!, "base64").toString("utf8")) as { sources: string[]; sourcesContent?: string[] };
+  const sources = payload.sources.map((source, index) => ({ path: resolve(process.cwd(), source), text: payload.sourcesContent?.[index] ?? "" }));
+  return { module, sourceMap: new SourceMap(payload as ConstructorParameters<typeof SourceMap>[0]), sources };
 }
 
 /** `import { defineConfig } from "skillbake"` works even where skillbake is not installed beside the config. */
@@ -184,16 +220,112 @@ const skillbakeShim = {
   },
 };
 
-async function evaluate(file: string, url: string): Promise<unknown> {
-  let module: { default?: unknown };
+/**
+ * How long a config's code may run before its default export is known. Loading runs the config: a top-level
+ * `await`, or a default export that is a promise, that never settles would otherwise hang the build (or, with
+ * nothing left to wait on, end it silently with exit 0).
+ */
+export const CONFIG_LOAD_TIMEOUT_MS = 10_000;
+
+/** Imports the config and awaits its default export (which may be a promise of the config), bounded in time. */
+async function evaluate(file: string, url: string, code: ConfigCode): Promise<unknown> {
+  const timeout = Symbol("timeout");
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeout), CONFIG_LOAD_TIMEOUT_MS);
+  });
+  let imported = false;
   try {
-    module = await import(url);
+    const module = await Promise.race([import(url) as Promise<{ default?: unknown }>, timedOut]);
+    imported = true;
+    if (module.default === undefined) throw new ConfigError(file, "the config has no default export; write `export default defineConfig({ … })`");
+    return await Promise.race([module.default, timedOut]);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new ConfigError(file, `the config failed to load: ${message.split("\n")[0]}`);
+    if (error === timeout) {
+      const where = imported ? exportLocation(file, code) : findInSources(ownSource(file, code), TOP_LEVEL_AWAIT);
+      const cause = imported ? "its default export is a promise that never settles" : "a top-level `await` never settles";
+      throw new ConfigError(where ?? file, `the config did not finish loading within ${CONFIG_LOAD_TIMEOUT_MS / 1000} s: ${cause}`);
+    }
+    if (error instanceof ConfigError) throw error;
+    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.replace(/ imported from \S+$/, "");
+    throw new ConfigError((await failureLocation(error, code)) ?? file, `the config failed to load: ${message}`);
+  } finally {
+    clearTimeout(timer);
   }
-  if (module.default === undefined) throw new ConfigError(file, "the config has no default export; write `export default defineConfig({ … })`");
-  return module.default;
+}
+
+/**
+ * `file:line:col` in the config (or a local file it imports) where loading failed: the first stack frame in
+ * that code, mapped back through the source map for a TypeScript config; for a package that cannot be found,
+ * the line that imports it; for a JavaScript syntax error, where esbuild finds it.
+ */
+async function failureLocation(error: unknown, code: ConfigCode): Promise<string | undefined> {
+  const stack = error instanceof Error ? (error.stack ?? "") : "";
+  for (const [, url, line, column] of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)\)?$/gm)) {
+    const path = fileURLToPath(url!.replace(/\?.*$/, ""));
+    if (path === code.module && code.sourceMap) {
+      const entry = code.sourceMap.findEntry(Number(line) - 1, Number(column) - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number };
+      if (entry.originalSource) return `${resolve(process.cwd(), entry.originalSource)}:${entry.originalLine! + 1}:${entry.originalColumn! + 1}`;
+    } else if (code.sources.some((source) => source.path === path)) {
+      return `${path}:${line}:${column}`;
+    }
+  }
+  const missing = /^Cannot find (?:package|module) '([^']+)'/.exec(error instanceof Error ? error.message : "")?.[1];
+  if (missing) {
+    // A package by its name; a missing relative file by the name it was imported as (./helper.js, ./helper).
+    const name = isAbsolute(missing) ? basename(missing).replace(/\.[cm]?js$/, "") : missing;
+    return findInSources(code, new RegExp(`["'](?:[^"'\n]*/)?${escapeRegExp(name)}(?:\\.[cm]?[jt]s)?["']`));
+  }
+  if (error instanceof SyntaxError && !code.sourceMap) return syntaxErrorLocation(code);
+  return undefined;
+}
+
+async function syntaxErrorLocation(code: ConfigCode): Promise<string | undefined> {
+  const [source] = code.sources;
+  if (!source) return undefined;
+  const { transform } = await import("esbuild");
+  try {
+    await transform(source.text, { loader: "js", format: "esm", logLevel: "silent" });
+  } catch (error) {
+    const location = (error as { errors?: { location?: { line: number; column: number } }[] }).errors?.[0]?.location;
+    if (location) return `${source.path}:${location.line}:${location.column + 1}`;
+  }
+  return undefined;
+}
+
+/** An `await` in a statement at the top of a module: `await x`, `const a = await x`, `export const a = await x`. */
+const TOP_LEVEL_AWAIT = /^(?:export\s+)?(?:(?:const|let|var)\s+[^=]+=\s*)?await\b/;
+
+/** Where `export default` stands in the config itself. */
+function exportLocation(file: string, code: ConfigCode): string | undefined {
+  return findInSources(ownSource(file, code), /\bexport\s+default\b/);
+}
+
+/** The config file alone, without the local files it imports. */
+function ownSource(file: string, code: ConfigCode): ConfigCode {
+  return { ...code, sources: code.sources.filter((source) => source.path === file) };
+}
+
+function findInSources(code: ConfigCode, pattern: RegExp): string | undefined {
+  for (const source of code.sources) {
+    const lines = source.text.split("\n");
+    for (let index = 0; index < lines.length; index++) {
+      const match = pattern.exec(lines[index]!);
+      if (match) return `${source.path}:${index + 1}:${match.index + 1}`;
+    }
+  }
+  return undefined;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "function") return "a function";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
