@@ -326,17 +326,26 @@ function expandedSizeExceeds(roots: readonly unknown[], limit: number): boolean 
   return false;
 }
 
-/** `key: value` on one line, where the value can only be read by YAML as that very string. */
-const PLAIN_LINE = /^([A-Za-z][A-Za-z0-9_-]*):( +)([A-Za-z](?:[\x20-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*)$/;
+/** `key:`, then optionally spaces and a value, at the start of a line. */
+const KEY_LINE = /^([A-Za-z][A-Za-z0-9_-]*):(?:( +)(.*))?$/;
+/** A value YAML can only read as that very string, less the few sequences checked by `isPlainText`. */
+const PLAIN_TEXT = /^[A-Za-z](?:[\x20-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*$/;
+/** An item of a flow list (`[a, b]`) that YAML can only read as that string: no indicator characters at all. */
+const FLOW_ITEM = /^ *([A-Za-z](?:[A-Za-z0-9 ._/+-]*[A-Za-z0-9._/+-])?) *$/;
 /** Plain scalars YAML 1.2's core schema reads as booleans or null (any case, to stay on the safe side). */
 const NOT_A_STRING = /^(?:true|false|null)$/i;
 
+function isPlainText(value: string): boolean {
+  return PLAIN_TEXT.test(value) && !value.includes(": ") && !value.includes(" #") && !value.endsWith(":") && !value.endsWith(" ") && !NOT_A_STRING.test(value);
+}
+
 /**
- * The fast path for the frontmatter almost every SKILL.md has: top-level `key: plain text` lines and blank
+ * The fast path for the frontmatter almost every SKILL.md has: top-level `key: plain text` lines, flow lists of
+ * plain words (`tags: [a, b]`), one level of `key: plain text` under a `key:` line (`metadata:`), and blank
  * lines. Parsing that with the `yaml` package costs tens of microseconds a file, most of the parse time of a
- * large catalogue; reading it here gives the same fields and positions. Anything else (quotes, lists,
- * nesting, comments, numbers, `: ` or ` #` inside a value, a repeated key) returns undefined, and the `yaml`
- * package decides.
+ * large catalogue; reading it here gives the same fields, values and positions. Anything else (quotes, block
+ * lists, deeper nesting, comments, numbers, `: ` or ` #` inside a value, a repeated key) returns undefined,
+ * and the `yaml` package decides.
  */
 function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | undefined {
   const fields: FrontmatterField[] = [];
@@ -344,13 +353,38 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
   for (let index = 0; index < yamlLines.length; index++) {
     const line = yamlLines[index]!;
     if (line === "") continue;
-    const match = PLAIN_LINE.exec(line);
+    const match = KEY_LINE.exec(line);
     if (!match) return undefined;
-    const [, key, spaces, value] = match as unknown as [string, string, string, string];
-    if (value.includes(": ") || value.includes(" #") || value.endsWith(":") || value.endsWith(" ") || NOT_A_STRING.test(value) || NOT_A_STRING.test(key) || keys.has(key)) return undefined;
+    const [, key, spaces, text] = match as unknown as [string, string, string | undefined, string | undefined];
+    if (NOT_A_STRING.test(key) || keys.has(key)) return undefined;
     keys.add(key);
     const lineNumber = index + 2; // after the opening fence, 1-based
-    fields.push({ key, value, keyAt: { line: lineNumber, column: 1 }, valueAt: { line: lineNumber, column: key.length + spaces.length + 2 } });
+    const keyAt = { line: lineNumber, column: 1 };
+    if (text === undefined) {
+      // `key:` alone: a mapping of plain text, indented alike, on the lines below.
+      const indent = /^ +/.exec(yamlLines[index + 1] ?? "")?.[0];
+      if (!indent) return undefined;
+      const value: Record<string, string> = {};
+      const valueAt = { line: lineNumber + 1, column: indent.length + 1 };
+      while (yamlLines[index + 1]?.startsWith(" ")) {
+        const nested = yamlLines[++index]!;
+        const inner = nested.startsWith(indent) ? KEY_LINE.exec(nested.slice(indent.length)) : null;
+        const [, innerKey, innerSpaces, innerText] = (inner ?? []) as unknown as [string, string, string | undefined, string | undefined];
+        if (!inner || innerSpaces === undefined || innerText === undefined || !isPlainText(innerText) || NOT_A_STRING.test(innerKey) || Object.hasOwn(value, innerKey)) return undefined;
+        value[innerKey] = innerText;
+      }
+      fields.push({ key, value, keyAt, valueAt });
+      continue;
+    }
+    const valueAt = { line: lineNumber, column: key.length + spaces!.length + 2 };
+    if (text.startsWith("[") && text.endsWith("]")) {
+      const items = text === "[]" ? [] : text.slice(1, -1).split(",").map((item) => FLOW_ITEM.exec(item)?.[1]);
+      if (items.some((item) => item === undefined || NOT_A_STRING.test(item))) return undefined;
+      fields.push({ key, value: items, keyAt, valueAt });
+      continue;
+    }
+    if (!isPlainText(text)) return undefined;
+    fields.push({ key, value: text, keyAt, valueAt });
   }
   return fields.length > 0 ? fields : undefined;
 }

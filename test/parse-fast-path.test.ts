@@ -5,7 +5,7 @@ import { parseSkillFile } from "../src/parse.js";
 const encode = (text: string) => new TextEncoder().encode(text);
 
 /**
- * Frontmatter of one-line `key: value` entries is read without the `yaml` package. A trailing comment line
+ * Frontmatter of plain `key: value` entries, flow lists and one level of nesting is read without the `yaml` package. A trailing comment line
  * makes the fast path decline, so the same frontmatter with it is read by `yaml`: both must agree on every
  * field, value and position, and on every finding.
  */
@@ -30,6 +30,14 @@ const line = fc.oneof(
   fc.tuple(fc.constantFrom("name", "description"), value).map(([k, v]) => `${k}: ${v}`),
   fc.constant(""),
   fc.constant("  nested: value"),
+  // Flow lists: `key: [a, b]`.
+  fc
+    .tuple(key, fc.array(fc.oneof(words, text, fc.constantFrom("Read", "Bash(git:*)", "a b", " a ", "null", "x/y", "", "[]", "a:b", "a: b", "a #c", "a#b")), { maxLength: 4 }), fc.constantFrom(", ", ",", " , "))
+    .map(([k, items, sep]) => `${k}: [${items.join(sep)}]`),
+  // One level of nesting: `key:` then indented `key: value` lines.
+  fc
+    .tuple(key, fc.array(fc.tuple(fc.constantFrom("  ", "  ", "    ", " ", "\t", "   "), fc.oneof(key, fc.constantFrom("author", "null", "True")), fc.constantFrom(": ", ":", ":  "), value), { maxLength: 3 }))
+    .map(([k, entries]) => [`${k}:`, ...entries.map(([indent, innerKey, sep, innerValue]) => `${indent}${innerKey}${sep}${innerValue}`)].join("\n")),
 );
 
 describe("frontmatter fast path", () => {
@@ -40,7 +48,7 @@ describe("frontmatter fast path", () => {
         expect(fast.fields).toEqual(slow.fields);
         expect(fast.findings.map((finding) => finding.code)).toEqual(slow.findings.map((finding) => finding.code));
       }),
-      { numRuns: 3000 },
+      { numRuns: 5000 },
     );
   });
 
@@ -51,6 +59,8 @@ describe("frontmatter fast path", () => {
       "name: a\n\ndescription: Ünïcödé — with an em dash and emoji 😀",
       "name: a\ndescription: version 2\nlicense: MIT\nversion: v1.2",
       "name: a\ndescription: yes",
+      "name: a\ndescription: d\nmetadata:\n  author: team-data\n  version: v1.2\ntags: [data, core]\nallowed-tools: [Read, Bash]",
+      "name: a\ndescription: d\nmetadata:\n    owner: qa\nempty: []",
     ]) {
       const { fast, slow } = bothWays(frontmatter);
       expect(fast.fields).toEqual(slow.fields);
