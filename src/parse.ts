@@ -335,17 +335,24 @@ const FLOW_ITEM = /^ *([A-Za-z](?:[A-Za-z0-9 ._/+-]*[A-Za-z0-9._/+-])?) *$/;
 /** Plain scalars YAML 1.2's core schema reads as booleans or null (any case, to stay on the safe side). */
 const NOT_A_STRING = /^(?:true|false|null)$/i;
 
-function isPlainText(value: string): boolean {
-  return PLAIN_TEXT.test(value) && !value.includes(": ") && !value.includes(" #") && !value.endsWith(":") && !value.endsWith(" ") && !NOT_A_STRING.test(value);
+/** A quoted scalar with nothing to unescape: `"…"` without `"` or `\` inside, or `'…'` without `'`. */
+const SIMPLE_QUOTED = /^(?:"((?:[\x20\x21\x23-\x5b\x5d-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*)"|'((?:[\x20-\x26\x28-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*)')$/;
+
+/** The string a one-line value stands for, when YAML can read it only as that string. */
+function textValue(value: string): string | undefined {
+  const quoted = SIMPLE_QUOTED.exec(value);
+  if (quoted) return quoted[1] ?? quoted[2];
+  const plain = PLAIN_TEXT.test(value) && !value.includes(": ") && !value.includes(" #") && !value.endsWith(":") && !value.endsWith(" ") && !NOT_A_STRING.test(value);
+  return plain ? value : undefined;
 }
 
 /**
- * The fast path for the frontmatter almost every SKILL.md has: top-level `key: plain text` lines, flow lists of
- * plain words (`tags: [a, b]`), one level of `key: plain text` under a `key:` line (`metadata:`), and blank
- * lines. Parsing that with the `yaml` package costs tens of microseconds a file, most of the parse time of a
- * large catalogue; reading it here gives the same fields, values and positions. Anything else (quotes, block
- * lists, deeper nesting, comments, numbers, `: ` or ` #` inside a value, a repeated key) returns undefined,
- * and the `yaml` package decides.
+ * The fast path for the frontmatter almost every SKILL.md has: top-level `key: text` lines (plain, or quoted
+ * with nothing to unescape), flow lists of plain words (`tags: [a, b]`), one level of `key: text` under a
+ * `key:` line (`metadata:`), and blank lines. Parsing that with the `yaml` package costs tens of microseconds a
+ * file, most of the parse time of a large catalogue; reading it here gives the same fields, values and
+ * positions. Anything else (escapes, block lists, deeper nesting, comments, numbers, `: ` or ` #` inside a plain
+ * value, a repeated key) returns undefined, and the `yaml` package decides.
  */
 function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | undefined {
   const fields: FrontmatterField[] = [];
@@ -370,8 +377,9 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
         const nested = yamlLines[++index]!;
         const inner = nested.startsWith(indent) ? KEY_LINE.exec(nested.slice(indent.length)) : null;
         const [, innerKey, innerSpaces, innerText] = (inner ?? []) as unknown as [string, string, string | undefined, string | undefined];
-        if (!inner || innerSpaces === undefined || innerText === undefined || !isPlainText(innerText) || NOT_A_STRING.test(innerKey) || Object.hasOwn(value, innerKey)) return undefined;
-        value[innerKey] = innerText;
+        const innerValue = innerText === undefined ? undefined : textValue(innerText);
+        if (!inner || innerSpaces === undefined || innerValue === undefined || NOT_A_STRING.test(innerKey) || Object.hasOwn(value, innerKey)) return undefined;
+        value[innerKey] = innerValue;
       }
       fields.push({ key, value, keyAt, valueAt });
       continue;
@@ -383,8 +391,9 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
       fields.push({ key, value: items, keyAt, valueAt });
       continue;
     }
-    if (!isPlainText(text)) return undefined;
-    fields.push({ key, value: text, keyAt, valueAt });
+    const value = textValue(text);
+    if (value === undefined) return undefined;
+    fields.push({ key, value, keyAt, valueAt });
   }
   return fields.length > 0 ? fields : undefined;
 }

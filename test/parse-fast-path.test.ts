@@ -5,14 +5,17 @@ import { parseSkillFile } from "../src/parse.js";
 const encode = (text: string) => new TextEncoder().encode(text);
 
 /**
- * Frontmatter of plain `key: value` entries, flow lists and one level of nesting is read without the `yaml` package. A trailing comment line
- * makes the fast path decline, so the same frontmatter with it is read by `yaml`: both must agree on every
- * field, value and position, and on every finding.
+ * Frontmatter of plain `key: value` entries, flow lists and one level of nesting is read without the `yaml` package. A
+ * leading comment line makes the fast path decline (and, being first, cannot change what follows it), so the same
+ * frontmatter with it is read by `yaml`: both must agree on every field, value and position (one line lower),
+ * and on every finding.
  */
 function bothWays(frontmatter: string) {
   const fast = parseSkillFile("SKILL.md", encode(`---\n${frontmatter}\n---\nBody\n`), false);
-  const slow = parseSkillFile("SKILL.md", encode(`---\n${frontmatter}\n# read by the yaml package\n---\nBody\n`), false);
-  return { fast, slow };
+  const slow = parseSkillFile("SKILL.md", encode(`---\n# read by the yaml package\n${frontmatter}\n---\nBody\n`), false);
+  const up = ({ line, column }: { line: number; column: number }) => ({ line: line - 1, column });
+  const slowFields = slow.fields?.map((field) => ({ ...field, keyAt: up(field.keyAt), valueAt: up(field.valueAt) }));
+  return { fast, slow: { ...slow, fields: slowFields } };
 }
 
 // Characters that change how YAML reads a line, mixed with ordinary text.
@@ -22,6 +25,9 @@ const key = fc.oneof(fc.constantFrom("name", "description", "license", "allowed-
 const words = fc.constantFrom("plain", "words here", "Use when", "a");
 const value = fc.oneof(
   text,
+  // Quoted: with nothing to unescape, or with a quote, backslash or escape inside.
+  fc.tuple(fc.constantFrom('"', "'"), text, fc.constantFrom('"', "'", "", '" x', "' # c")).map(([open, inner, close]) => `${open}${inner}${close}`),
+  fc.constantFrom('"a\\nb"', "'it''s'", '"say \\"hi\\""', '"tab\there"', '"a: b # c"', "'#x: y'", '""', "''"),
   fc.tuple(words, fc.constantFrom(...tricky), fc.oneof(words, fc.constant(""))).map((parts) => parts.join("")),
   fc.constantFrom("true", "True", "FALSE", "null", "Null", "~", "yes", "off", "1.5", "0x1f", ".inf", "plain words"),
 );
@@ -61,6 +67,7 @@ describe("frontmatter fast path", () => {
       "name: a\ndescription: yes",
       "name: a\ndescription: d\nmetadata:\n  author: team-data\n  version: v1.2\ntags: [data, core]\nallowed-tools: [Read, Bash]",
       "name: a\ndescription: d\nmetadata:\n    owner: qa\nempty: []",
+      'name: a\ndescription: "Reviews code: style, tests # and docs"\nversion: \'1.0\'\nmetadata:\n  version: "2"',
     ]) {
       const { fast, slow } = bothWays(frontmatter);
       expect(fast.fields).toEqual(slow.fields);
