@@ -28,6 +28,7 @@ export const RULES = {
   "root-missing": { severity: "warn", skip: "none", when: "a root does not exist or cannot be read" },
   "symlink-escape": { severity: "warn", skip: "skip", when: "a link resolves outside its root" },
   "path-unreadable": { severity: "warn", skip: "skip", when: "a folder or SKILL.md inside a root cannot be read" },
+  "skill-folder-too-large": { severity: "error", skip: "keep", when: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
   "field-invalid": { severity: "warn", skip: "keep", when: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", when: "a field outside the model" },
   "budget-exceeded": { severity: "warn", skip: "dropped", when: "the catalogue passed the agent's `budget`" },

@@ -4,6 +4,12 @@ import ignore, { type Ignore } from "ignore";
 import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 
+/**
+ * Files (and folders) one skill folder may list, counting each path links lead to: links that fan out into a
+ * lattice (two links to the next folder, at each of 20 levels) would otherwise list 2^20 paths.
+ */
+export const MAX_SKILL_FOLDER_ENTRIES = 10_000;
+
 /** A `SKILL.md` found under a root. */
 export interface DiscoveredSkill {
   /** Absolute path as discovered: a symlinked folder keeps the link's own path. */
@@ -37,8 +43,9 @@ interface IgnoreLayer {
 /**
  * Walks one root (SPEC §3): dot entries and node_modules skipped, .gitignore honoured, symlinks followed
  * while they stay inside the root, and a folder holding SKILL.md is one skill whose subfolders are its
- * resources. The result is put in path order afterwards, so it never depends on the order in which the
- * filesystem lists entries.
+ * resources. Each folder's entries are walked in path order and each real folder is listed once, at the first
+ * path that reaches it: that is the path dedupe would keep (SPEC §2), and links that fan out cannot make the
+ * walk exponential. The result never depends on the order in which the filesystem lists entries.
  *
  * Synchronous on purpose: with the page cache warm (every build after a checkout or an edit), a synchronous
  * readdir costs a fraction of a promise round trip through the thread pool, and a 10,000-skill walk is
@@ -62,6 +69,8 @@ export function discoverRoot(root: string, display: (path: string) => string): R
 
   const found: DiscoveredSkill[] = [];
   const folders: string[] = [];
+  /** Real paths of the folders walked so far. */
+  const listed = new Set<string>();
   const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
   const withIgnoreFile = (layers: readonly IgnoreLayer[], dir: string, relDir: string): readonly IgnoreLayer[] => {
     let rules = "";
@@ -74,11 +83,13 @@ export function discoverRoot(root: string, display: (path: string) => string): R
   };
 
   const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], layers: readonly IgnoreLayer[], viaLink: boolean): void => {
+    if (listed.has(dirReal)) return; // reached before, through a link or as a link's target: a cycle or a second path
+    listed.add(dirReal);
     let entries: Dirent[];
     try {
-      entries = readdirSync(dir, { withFileTypes: true });
+      entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => comparePaths(a.name, b.name));
     } catch (error) {
-      findings.push({ code: "path-unreadable", file: display(dir), message: `the folder ${display(dir)} ${describeFsError(error, "cannot be read")}; skills below it are left out` });
+      findings.push({ code: "path-unreadable", file: display(dir), message: `the folder ${display(dir)} ${describePathError(dir, error, "cannot be read")}; skills below it are left out` });
       return;
     }
     folders.push(dir);
@@ -92,21 +103,31 @@ export function discoverRoot(root: string, display: (path: string) => string): R
         realFile = viaLink ? realpathOr(file) : join(dirReal, "SKILL.md");
       } else if (skillEntry.isSymbolicLink()) {
         const target = resolveLink(file);
-        if (target?.stats.isFile()) {
-          if (!isInsideRoot(target.real)) {
-            findings.push(escapeFinding(display(file), target.real, display));
-            return;
-          }
-          realFile = target.real;
+        if (target && !isInsideRoot(target.real)) {
+          findings.push(escapeFinding(display(file), target.real, display));
+          return;
         }
+        if (target?.stats.isFile()) realFile = target.real;
+        else findings.push(notAFile(display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
+      } else {
+        findings.push(notAFile(display(file), describeKind(skillEntry)));
       }
       if (realFile !== undefined) {
         const files: string[] = [];
-        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(layers, dir, relDir) : layers, entries, files);
+        const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
+        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(layers, dir, relDir) : layers, entries, files, budget);
+        if (budget.left < 0) {
+          findings.push({
+            code: "skill-folder-too-large",
+            file: display(file),
+            message: `the skill folder ${display(dir)} holds more than ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} files and folders (counting each path its links lead to); the rest are left out of its file list`,
+            hint: "Move large material out of the skill folder, or remove links that lead to the same folders many times over.",
+          });
+        }
         found.push({ file, dir: relDir, realFile, files: files.sort(comparePaths) });
         return;
       }
-      // A SKILL.md that is a folder, a FIFO or a broken link does not make a skill; keep walking.
+      // A SKILL.md that is not a file (reported above) does not make a skill; keep walking.
     }
 
     if (gitignore) layers = withIgnoreFile(layers, dir, relDir);
@@ -123,7 +144,6 @@ export function discoverRoot(root: string, display: (path: string) => string): R
           findings.push(escapeFinding(display(path), target.real, display));
           continue;
         }
-        if (target.real === dirReal || ancestors.includes(target.real)) continue; // a cycle: this folder is already being walked
         walk(path, rel, target.real, [...ancestors, dirReal], layers, true);
       }
     }
@@ -142,9 +162,11 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     layers: readonly IgnoreLayer[],
     entries: readonly Dirent[],
     files: string[],
+    budget: { left: number },
   ): void => {
     for (const entry of entries) {
       if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+      if (--budget.left < 0) return;
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const fileRel = skillRel ? `${skillRel}/${entry.name}` : entry.name;
       const path = join(dir, entry.name);
@@ -152,14 +174,15 @@ export function discoverRoot(root: string, display: (path: string) => string): R
         if (real === dirReal || ancestors.includes(real)) return; // a cycle
         let inner: Dirent[];
         try {
-          inner = readdirSync(path, { withFileTypes: true });
+          // In path order, so that a folder over the entry budget always lists the same files.
+          inner = readdirSync(path, { withFileTypes: true }).sort((a, b) => comparePaths(a.name, b.name));
         } catch (error) {
-          findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describeFsError(error, "cannot be read")}; its files are left out of the skill` });
+          findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describePathError(path, error, "cannot be read")}; its files are left out of the skill` });
           return;
         }
         folders.push(path);
         const ignoreFile = inner.some((child) => child.name === ".gitignore" && child.isFile());
-        collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(layers, path, rel) : layers, inner, files);
+        collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(layers, path, rel) : layers, inner, files, budget);
       };
       if (entry.isFile()) {
         if (!isIgnored(layers, rel, false)) files.push(fileRel);
@@ -234,6 +257,32 @@ function realpathOr(path: string): string {
   }
 }
 
+function notAFile(file: string, what: string): Finding {
+  return {
+    code: "path-unreadable",
+    file,
+    message: `${file} ${what}, not a file; the folder is not a skill`,
+    hint: "A skill is a folder with a regular file named SKILL.md (or a link to one inside the root).",
+  };
+}
+
+function describeKind(entry: Dirent | Stats): string {
+  if (entry.isDirectory()) return "is a folder";
+  if (entry.isFIFO()) return "is a FIFO";
+  if (entry.isSocket()) return "is a socket";
+  if (entry.isCharacterDevice() || entry.isBlockDevice()) return "is a device";
+  return "is not a regular file";
+}
+
+function describeBrokenLink(path: string): string {
+  try {
+    realpathSync.native(path);
+    return "is a link that cannot be followed";
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ELOOP" ? "is a symlink loop" : "is a link to nothing";
+  }
+}
+
 function escapeFinding(file: string, target: string, display: (path: string) => string): Finding {
   return {
     code: "symlink-escape",
@@ -268,10 +317,16 @@ export function readSkillBytes(file: string): SkillBytes | Finding {
     }
     return { bytes: buffer.subarray(0, length), stats };
   } catch (error) {
-    return { code: "path-unreadable", file, message: `SKILL.md ${describeFsError(error, "cannot be read")}; the skill is left out` };
+    return { code: "path-unreadable", file, message: `SKILL.md ${describePathError(file, error, "cannot be read")}; the skill is left out` };
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/** Names are read as UTF-8: one that is not comes back with U+FFFD in it, a path that then does not exist. */
+function describePathError(path: string, error: unknown, fallback: string): string {
+  if ((error as NodeJS.ErrnoException | undefined)?.code === "ENOENT" && path.includes("\uFFFD")) return "has a name that is not valid UTF-8 (rename it)";
+  return describeFsError(error, fallback);
 }
 
 function describeFsError(error: unknown, fallback: string): string {

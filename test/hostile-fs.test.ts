@@ -1,0 +1,235 @@
+import { execFileSync, spawn } from "node:child_process";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { check } from "../src/api.js";
+import { bundleFiles } from "../src/bundle.js";
+import type { Diagnostic } from "../src/diagnostics.js";
+import { MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/discover.js";
+import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
+
+type Tree = Parameters<typeof writeTree>[1];
+
+/** A project with one agent over `skills/` (and more sources if given), plus `tree`. */
+async function project(tree: Tree, config: object = { agents: { main: { skills: [{ root: "skills" }] } } }): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, { "skills.config.json": JSON.stringify(config), "skills/good/SKILL.md": skillMd("good"), ...tree });
+  return dir;
+}
+
+/** check(), and everything it would show or write: diagnostics, prompts, manifest and modules as one text. */
+async function checkAll(dir: string) {
+  const result = await check({ cwd: dir });
+  const output = [JSON.stringify(result.diagnostics), ...bundleFiles(result).values()].join("\n");
+  return { result, output, codes: result.diagnostics.map((diagnostic) => diagnostic.code), skills: result.agents[0]!.skills.map((skill) => skill.file) };
+}
+
+function find(diagnostics: readonly Diagnostic[], file: string): Diagnostic | undefined {
+  return diagnostics.find((diagnostic) => diagnostic.file === file);
+}
+
+/** What a skill outside the root would put into the outputs if it were ever read. */
+const SENTINEL = "SENTINEL-OUTSIDE-THE-ROOT";
+
+describe("links out of the root are never followed, and nothing outside is read", () => {
+  it("a folder link to /etc and a SKILL.md link to /etc/passwd and to /dev/null: symlink-escape each", async () => {
+    const dir = await project({ "skills/etc": { link: "/etc" }, "skills/passwd/SKILL.md": { link: "/etc/passwd" }, "skills/null/SKILL.md": { link: "/dev/null" } });
+    const { result, output, skills } = await checkAll(dir);
+    expect(find(result.diagnostics, "skills/etc")).toMatchObject({ code: "symlink-escape", message: `the link skills/etc resolves outside its root (to ${relative(dir, "/etc")}); it is not followed` });
+    expect(find(result.diagnostics, "skills/passwd/SKILL.md")).toMatchObject({ code: "symlink-escape" });
+    expect(find(result.diagnostics, "skills/null/SKILL.md")).toMatchObject({ code: "symlink-escape" });
+    expect(output).not.toContain("root:x:0:0");
+    expect(skills).toEqual(["skills/good/SKILL.md"]);
+  });
+
+  it("links to the home folder and to a parent of the root: the skills beyond are never read", async () => {
+    const dir = await project({
+      "home/secret/SKILL.md": skillMd("secret", `${SENTINEL} in home.`),
+      "outside/secret/SKILL.md": skillMd("outside", `${SENTINEL} beside the root.`),
+      "skills/home": { link: "../home" },
+      "skills/up": { link: ".." },
+      "skills/deep/way/up": { link: "../../../outside" },
+      "skills/file/SKILL.md": { link: "../../outside/secret/SKILL.md" },
+    });
+    const { result, output, skills } = await checkAll(dir);
+    expect(result.diagnostics.filter((diagnostic) => diagnostic.code === "symlink-escape").map((diagnostic) => diagnostic.file)).toEqual([
+      "skills/deep/way/up",
+      "skills/file/SKILL.md",
+      "skills/home",
+      "skills/up",
+    ]);
+    expect(output).not.toContain(SENTINEL);
+    expect(skills).toEqual(["skills/good/SKILL.md"]);
+  });
+
+  it("a root that is itself a link is walked at the link's path", async () => {
+    const dir = await project({ "real-skills/linked/SKILL.md": skillMd("linked"), "linked-root": { link: "real-skills" } }, { location: "relative", agents: { main: { skills: [{ root: "linked-root" }] } } });
+    const { result, skills } = await checkAll(dir);
+    expect(result.diagnostics).toEqual([]);
+    expect(skills).toEqual(["linked-root/linked/SKILL.md"]);
+    expect(result.agents[0]!.prompt).toContain("<location>linked-root/linked/SKILL.md</location>");
+  });
+});
+
+describe("loops, chains and lattices of links end, in bounded time", () => {
+  it("a link back to the root, a self link and a chain longer than the system follows", async () => {
+    const chain: Tree = {};
+    for (let i = 0; i < 45; i++) chain[`skills/chain/l${i}`] = { link: `l${i + 1}` };
+    const dir = await project({
+      ...chain,
+      "skills/chain/l45": { link: "../target" },
+      "skills/target/notes.md": "a folder, not a skill",
+      "skills/chain-skill/SKILL.md": { link: "../chain/l0/SKILL.md" },
+      "skills/loop/back": { link: ".." },
+      "skills/loop/self": { link: "self" },
+      "skills/self-skill/SKILL.md": { link: "SKILL.md" },
+      "skills/short/via": { link: "../chain/l40" },
+    });
+    const { result, skills } = await checkAll(dir);
+    expect(skills).toEqual(["skills/good/SKILL.md"]);
+    expect(find(result.diagnostics, "skills/chain-skill/SKILL.md")?.message).toBe("skills/chain-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill");
+    expect(find(result.diagnostics, "skills/self-skill/SKILL.md")?.message).toBe("skills/self-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill");
+    expect(result.diagnostics).toHaveLength(2);
+  });
+
+  it("a lattice of links (two to the next folder, 24 levels: 16 million paths) is walked once per folder", async () => {
+    const tree: Tree = { "skills/d24/leaf/SKILL.md": skillMd("leaf") };
+    for (let level = 0; level < 24; level++) {
+      tree[`skills/d${level}/a`] = { link: `../d${level + 1}` };
+      tree[`skills/d${level}/b`] = { link: `../d${level + 1}` };
+    }
+    const dir = await project(tree);
+    const started = performance.now();
+    const { result, skills } = await checkAll(dir);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.diagnostics).toEqual([]);
+    // Reached first (in path order) through d0/a/a/…/leaf: the path dedupe keeps.
+    expect(skills).toEqual(["skills/good/SKILL.md", "skills/d0/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/leaf/SKILL.md"]);
+  });
+
+  it(`the same lattice inside a skill folder stops at ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} entries: skill-folder-too-large, an error`, async () => {
+    const tree: Tree = { "skills/wide/SKILL.md": skillMd("wide"), "skills/wide/d24/end.txt": "end" };
+    for (let level = 0; level < 24; level++) {
+      tree[`skills/wide/d${level}/a`] = { link: `../d${level + 1}` };
+      tree[`skills/wide/d${level}/b`] = { link: `../d${level + 1}` };
+    }
+    const dir = await project(tree);
+    const started = performance.now();
+    const { result } = await checkAll(dir);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.diagnostics).toEqual([
+      expect.objectContaining({
+        code: "skill-folder-too-large",
+        severity: "error",
+        file: "skills/wide/SKILL.md",
+        message: "the skill folder skills/wide holds more than 10,000 files and folders (counting each path its links lead to); the rest are left out of its file list",
+      }),
+    ]);
+  });
+});
+
+describe("SKILL.md that is not a file", () => {
+  it("a folder, a FIFO, a device and a link to nothing named SKILL.md: each reported, none read, the walk goes on", async () => {
+    const dir = await project({ "skills/folder/SKILL.md/inner/SKILL.md": skillMd("inner"), "skills/dangling/SKILL.md": { link: "missing.md" } });
+    await mkdir(join(dir, "skills/fifo"));
+    execFileSync("mkfifo", [join(dir, "skills/fifo/SKILL.md"), join(dir, "skills/fifo-entry")]);
+    let device = true;
+    try {
+      await mkdir(join(dir, "skills/device"));
+      execFileSync("mknod", [join(dir, "skills/device/SKILL.md"), "c", "1", "3"], { stdio: "ignore" });
+    } catch {
+      device = false; // no CAP_MKNOD here: the FIFO stands for special files
+    }
+    const { result, skills } = await checkAll(dir);
+    const messages = Object.fromEntries(result.diagnostics.map((diagnostic) => [diagnostic.file, `${diagnostic.code}: ${diagnostic.message}`]));
+    expect(messages).toEqual({
+      "skills/dangling/SKILL.md": "path-unreadable: skills/dangling/SKILL.md is a link to nothing, not a file; the folder is not a skill",
+      "skills/fifo/SKILL.md": "path-unreadable: skills/fifo/SKILL.md is a FIFO, not a file; the folder is not a skill",
+      "skills/folder/SKILL.md": "path-unreadable: skills/folder/SKILL.md is a folder, not a file; the folder is not a skill",
+      ...(device ? { "skills/device/SKILL.md": "path-unreadable: skills/device/SKILL.md is a device, not a file; the folder is not a skill" } : {}),
+    });
+    expect(skills).toEqual(["skills/good/SKILL.md", "skills/folder/SKILL.md/inner/SKILL.md"]);
+  });
+
+  it("a SKILL.md replaced by a folder or a FIFO between discovery and reading: a diagnostic, no hang", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "now-a-folder"));
+    execFileSync("mkfifo", [join(dir, "now-a-fifo")]);
+    expect(readSkillBytes(join(dir, "now-a-folder"))).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
+    expect(readSkillBytes(join(dir, "now-a-fifo"))).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
+    expect(readSkillBytes(join(dir, "gone"))).toMatchObject({ code: "path-unreadable", message: "SKILL.md does not exist; the skill is left out" });
+  });
+});
+
+describe("unreadable files and folders", () => {
+  // Permissions do not stop root: as root, the CLI runs as the unprivileged user "nobody" instead.
+  const asRoot = process.getuid?.() === 0;
+
+  it("a folder and a SKILL.md without read permission: path-unreadable each, the rest builds", async () => {
+    const dir = await project({ "skills/locked/inner/SKILL.md": skillMd("inner"), "skills/secret/SKILL.md": skillMd("secret") });
+    await chmod(dir, 0o755);
+    await chmod(join(dir, "skills/locked"), 0o000);
+    await chmod(join(dir, "skills/secret/SKILL.md"), 0o000);
+    const run = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [CLI, "check", "--format", "json"], {
+        cwd: dir,
+        env: { ...process.env, NO_COLOR: "1", GITHUB_ACTIONS: "" },
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let stdout = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+      child.on("error", reject).on("close", (code) => resolve({ code, stdout }));
+    });
+    const report = JSON.parse(run.stdout) as { diagnostics: Diagnostic[]; agents: { skills: number }[] };
+    expect(report.diagnostics.map((diagnostic) => `${diagnostic.file}: ${diagnostic.message}`)).toEqual([
+      "skills/locked: the folder skills/locked cannot be read (permission denied); skills below it are left out",
+      "skills/secret/SKILL.md: SKILL.md cannot be read (permission denied); the skill is left out",
+    ]);
+    expect(report.agents[0]!.skills).toBe(1);
+    expect(run.code).toBe(0);
+  });
+});
+
+describe("file names with newlines, quotes, <, & and bytes that are not UTF-8", () => {
+  it("names fall back to such folder names; every format escapes them, and the diagnostics name them", async () => {
+    const folders = ["line\nbreak", 'say "hi"', "<skill name=x>", "a&b", "it's"];
+    const tree: Tree = {};
+    for (const folder of folders) tree[`skills/${folder}/SKILL.md`] = `---\ndescription: Named by its folder.\n---\nBody.\n`;
+    const dir = await project(tree, { location: "relative", agents: { pi: { skills: [{ root: "skills" }] }, md: { format: "markdown", skills: [{ root: "skills" }] } } });
+    const { result, output } = await checkAll(dir);
+    for (const folder of folders) {
+      const codes = result.diagnostics.filter((diagnostic) => diagnostic.file === `skills/${folder}/SKILL.md`).map((diagnostic) => diagnostic.code);
+      expect(codes.sort()).toEqual(["name-invalid", "name-missing"]);
+    }
+    const [pi, md] = result.agents;
+    expect(pi!.prompt).toContain("<name>&lt;skill name=x&gt;</name>");
+    expect(pi!.prompt).toContain("<location>skills/&lt;skill name=x&gt;/SKILL.md</location>");
+    expect(pi!.prompt).toContain("<name>say &quot;hi&quot;</name>");
+    expect(pi!.prompt).toContain("<name>a&amp;b</name>");
+    expect(pi!.prompt).toContain("<name>it&apos;s</name>");
+    expect(pi!.prompt).toContain("<name>line\nbreak</name>");
+    expect(pi!.prompt.match(/<skill>/g)).toHaveLength(folders.length + 1);
+    expect(pi!.prompt).not.toContain("<skill name=x>");
+    // One list item per skill: the line break in a name cannot start another.
+    expect(md!.prompt.split("\n").filter((line) => line.startsWith("- "))).toHaveLength(folders.length + 1);
+    expect(md!.prompt).toContain("- line break: Named by its folder. (file: skills/line break/SKILL.md)");
+    expect(output).toContain("line\\nbreak"); // JSON keeps the real name
+  });
+
+  it("a folder and a resource whose names are not UTF-8: reported, the rest builds", async () => {
+    const dir = await project({});
+    const badFolder = Buffer.concat([Buffer.from(join(dir, "skills", "bad")), Buffer.from([0xff])]);
+    await mkdir(badFolder);
+    await writeFile(Buffer.concat([badFolder, Buffer.from("/SKILL.md")]), skillMd("bad"));
+    await writeFile(Buffer.concat([Buffer.from(join(dir, "skills", "good", "ref")), Buffer.from([0xfe]), Buffer.from(".md")]), "x");
+    const { result, skills } = await checkAll(dir);
+    expect(find(result.diagnostics, "skills/bad\uFFFD")).toMatchObject({
+      code: "path-unreadable",
+      message: "the folder skills/bad\uFFFD has a name that is not valid UTF-8 (rename it); skills below it are left out",
+    });
+    expect(find(result.diagnostics, "skills/good/ref\uFFFD.md")).toMatchObject({ code: "path-unreadable" });
+    expect(skills).toEqual(["skills/good/SKILL.md"]);
+    expect(await readFile(join(dir, "skills/good/SKILL.md"), "utf8")).toBe(skillMd("good"));
+  });
+});
