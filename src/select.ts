@@ -121,6 +121,20 @@ export function selectAgent(
     const winner = duplicates === "first" ? entries[0]! : entries[entries.length - 1]!;
     selected = selected.filter((entry) => entry.skill.name !== name || entry === winner);
   }
+
+  // Only an inlined body stands inside a `<skill>` element: the same text in an available skill's file is harmless.
+  for (const { skill, mode } of selected) {
+    if (mode !== "inline" || !skill.skillTag) continue;
+    const { text, line, column } = skill.skillTag;
+    findings.push({
+      code: "body-closes-tag",
+      file: skill.displayFile,
+      line,
+      column,
+      message: `agent "${agentId}" inlines "${skill.name}", whose body contains \`${text}\`: ${text.startsWith("</") ? "it ends the skill's element early, and what follows reads as outside the skill" : "it reads as the start of another skill"}`,
+      hint: 'Reword it (write "&lt;/skill&gt;" or describe the tag in words), or make the skill available rather than inline. `rules: { "body-closes-tag": "error" }` makes builds refuse such skills.',
+    });
+  }
   return { selected, findings };
 }
 

@@ -21,6 +21,11 @@ export interface SkillContent {
   /** Fields outside the model, and known fields whose value was invalid: nothing is dropped. */
   extra: Record<string, unknown>;
   body: string;
+  /**
+   * The body's first `</skill>` or `<skill name=`, where it stands in SKILL.md: inlined into a `<skill>` element,
+   * it would end the element early or forge another. Selection reports it for inline skills (`body-closes-tag`).
+   */
+  skillTag?: { text: string; line: number; column: number };
 }
 
 export interface ValidateOptions {
@@ -99,6 +104,15 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     );
   } else {
     description = descriptionField.value;
+    const hidden = [...description].find((char) => HIDDEN_CHARACTER.test(char));
+    if (hidden) {
+      report(
+        "description-invisible",
+        descriptionField.valueAt,
+        `\`description\` contains ${describeHidden(hidden)}: text a reader does not see, or sees reordered, reaches the model as it is`,
+        "Retype the description as plain text; line breaks and tabs are fine.",
+      );
+    }
     if (description.length > MAX_DESCRIPTION_LENGTH) {
       report(
         "description-too-long",
@@ -149,7 +163,29 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
   }
 
   if (skip) return { findings };
-  return { findings, content: { name, description, fields, extra, body: parsed.body } };
+  const skillTag = findSkillTag(parsed.body, parsed.bodyLine);
+  return { findings, content: { name, description, fields, extra, body: parsed.body, ...(skillTag ? { skillTag } : {}) } };
+}
+
+/**
+ * Control characters (tab and line feed aside), bidi controls (U+061C, U+200E–U+200F, U+202A–U+202E,
+ * U+2066–U+2069: "Trojan Source") and Unicode tag characters (U+E0000–U+E007F: invisible text a model reads).
+ */
+const HIDDEN_CHARACTER = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]/u;
+
+function describeHidden(char: string): string {
+  const code = char.codePointAt(0)!;
+  const kind = code >= 0xe0000 ? "an invisible tag character" : code <= 0x9f ? "a control character" : "a bidi control character";
+  return `${kind} (U+${code.toString(16).toUpperCase().padStart(4, "0")})`;
+}
+
+/** `</skill>` or `<skill name=` in the body (any case, any spacing), with its SKILL.md line and column. */
+function findSkillTag(body: string, bodyLine: number): SkillContent["skillTag"] {
+  const match = /<\/\s*skill\s*>|<skill\s+name\s*=/i.exec(body);
+  if (!match) return undefined;
+  const before = body.slice(0, match.index);
+  const lineStart = before.lastIndexOf("\n") + 1;
+  return { text: match[0], line: bodyLine + (before.match(/\n/g)?.length ?? 0), column: match.index - lineStart + 1 };
 }
 
 /** The body's first paragraph, headings skipped, its lines joined by spaces: "" when there is none. */

@@ -273,9 +273,9 @@ export function escapeXml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => XML_ENTITIES[char]!);
 }
 
-/** A Markdown list item or line stays one line: line breaks inside a field cannot start a new one. */
+/** A Markdown list item or line stays one line: line breaks inside a field (Unicode's too) cannot start a new one. */
 export function oneLine(text: string): string {
-  return text.replace(/\s*[\r\n]+\s*/g, " ");
+  return text.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, " ");
 }
 
 /** Freezes a value and everything reachable through its data properties (getters are left uncalled). */
