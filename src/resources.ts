@@ -21,6 +21,8 @@ export function hashFile(path: string): { size: number; sha256: string; stats: B
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const stats = fstatSync(fd, { bigint: true });
+    // A device put in a listed file's place (/dev/zero) would be read forever.
+    if (!stats.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "EISDIR" });
     const hash = createHash("sha256");
     let size = 0;
     for (let bytesRead; (bytesRead = readSync(fd, CHUNK, 0, CHUNK.length, null)) > 0; size += bytesRead) hash.update(CHUNK.subarray(0, bytesRead));
