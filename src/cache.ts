@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { stableJson } from "./bundle.js";
 import type { Compilation } from "./compile.js";
 import type { LoadedConfig } from "./config.js";
 import { RULES, type Finding } from "./diagnostics.js";
@@ -136,12 +135,14 @@ export class BuildCache {
 
 /**
  * The digest of everything a bundle is made from: the compilation (bodies stand in by their SKILL.md's hash;
- * format functions by the prompts they rendered), the outDir and the tool. Equal digests, equal bundles.
+ * format functions by the prompts they rendered), the outDir and the tool. Equal digests, equal bundles. Keys
+ * stay in the order the compiler built them: the same inputs build them in the same order, and sorting a
+ * 10,000-skill compilation first would double the cost.
  */
 export function bundleFingerprint(compilation: Compilation): string {
   const agents = compilation.agents.map((agent) => ({ ...agent, skills: agent.skills.map(({ body: _body, ...skill }) => skill) }));
   const { file, dir, config, inputs } = compilation.config;
-  return sha256(stableJson({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, agents, diagnostics: compilation.diagnostics }));
+  return sha256(JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, agents, diagnostics: compilation.diagnostics }));
 }
 
 function readContents(file: string, key: string): CacheContents | undefined {
