@@ -16,9 +16,9 @@ export class OutputError extends Error {
  * Writes the bundle into a sibling temporary folder, then swaps it in (SPEC §6), so readers see the old
  * bundle or the new one, never a mix. `copies` are skill files `stage: true` puts into the bundle.
  *
- * - Refused before anything is created or deleted: an outDir that is or holds the filesystem root, the home
- *   folder, the config's folder or a skills root; an outDir that is a symbolic link; a folder holding files
- *   skillbake did not write.
+ * - Refused before anything is created: an outDir that is or holds the filesystem root, the home folder, the
+ *   config's folder or a skills root; an outDir that is a symbolic link. Refused before anything is deleted
+ *   (checked under the lock): a non-empty folder without a skillbake manifest.
  * - One build at a time per outDir: a lock file beside it, `.<outDir>.lock`, holds the writer's process id.
  * - The swap is two renames back to back (outDir → `.<outDir>.old-…`, staging → outDir). A build killed
  *   between them leaves no outDir but the complete old bundle beside it; the next build puts it back first,
