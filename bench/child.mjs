@@ -1,0 +1,74 @@
+// One measured task in a fresh process (spawned by bench/run.mjs). Prints one JSON line:
+// { ms: time of the task itself, after imports, rss: peak resident set size in bytes, ...facts }.
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [task, ...args] = process.argv.slice(2);
+
+async function run() {
+  switch (task) {
+    // The I/O floor: a bare synchronous walk that reads every SKILL.md and does nothing else.
+    case "floor": {
+      const [root] = args;
+      let files = 0;
+      let bytes = 0;
+      const walk = (dir) => {
+        const entries = readdirSync(dir, { withFileTypes: true });
+        if (entries.some((entry) => entry.name === "SKILL.md")) {
+          bytes += readFileSync(join(dir, "SKILL.md")).byteLength;
+          files++;
+          return;
+        }
+        for (const entry of entries) if (entry.isDirectory() && !entry.name.startsWith(".") && entry.name !== "node_modules") walk(join(dir, entry.name));
+      };
+      const start = performance.now();
+      walk(root);
+      return { ms: performance.now() - start, files, bytes };
+    }
+    // Pi's runtime loader and formatter, as Pi runs them at startup.
+    case "pi": {
+      const [piDir, root, agentDir] = args;
+      const { loadSkills, formatSkillsForPrompt } = await import(pathToFileURL(join(piDir, "dist/core/skills.js")).href);
+      const start = performance.now();
+      const { skills } = loadSkills({ cwd: root, agentDir, skillPaths: [root], includeDefaults: false });
+      const prompt = formatSkillsForPrompt(skills);
+      return { ms: performance.now() - start, skills: skills.length, chars: prompt.length };
+    }
+    // skillbake's build through the programmatic API (what `skills build` runs).
+    case "build": {
+      const [distIndex, config] = args;
+      const { build } = await import(pathToFileURL(distIndex).href);
+      const start = performance.now();
+      const result = await build({ config });
+      const ms = performance.now() - start;
+      if (!result.ok) throw new Error(`the build failed: ${JSON.stringify(result.diagnostics.slice(0, 3))}`);
+      return { ms, written: result.written, skills: result.agents[0].skills.length };
+    }
+    // Watch mode's rebuild: a build, then one skill edited, then the build again in the same process.
+    case "watch-rebuild": {
+      const [distIndex, config, edited] = args;
+      const { build } = await import(pathToFileURL(distIndex).href);
+      await build({ config });
+      writeFileSync(edited, `${readFileSync(edited, "utf8")}\nEdited for the watch rebuild.\n`);
+      const start = performance.now();
+      const result = await build({ config });
+      const ms = performance.now() - start;
+      if (!result.ok || !result.written) throw new Error("the watch rebuild did not write the bundle");
+      return { ms, parsed: result.cache.parsed };
+    }
+    // A server's startup: import one agent's generated module and get its prompt.
+    case "import": {
+      const [moduleFile, agent] = args;
+      const start = performance.now();
+      const module = await import(pathToFileURL(moduleFile).href);
+      const prompt = module.getPrompt(agent);
+      return { ms: performance.now() - start, chars: prompt.length };
+    }
+    default:
+      throw new Error(`unknown task ${task}`);
+  }
+}
+
+const facts = await run();
+process.stdout.write(`${JSON.stringify({ ...facts, rss: process.resourceUsage().maxRSS * 1024 })}\n`);

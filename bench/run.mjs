@@ -1,0 +1,168 @@
+// `npm run bench`: skillbake against the I/O floor and Pi's runtime loader, on generated catalogues.
+//
+//   npm run bench                       # skillbake and the floor; the Pi rows are skipped
+//   npx -y -p @mariozechner/pi-coding-agent@0.73.1 -c 'npm run bench'     # with Pi, installed ad hoc
+//   SKILLBAKE_BENCH_PI=/path/to/node_modules/@mariozechner/pi-coding-agent npm run bench
+//   npm run bench -- --sizes 1000 --runs 3
+//
+// Every figure is measured in a fresh process (bench/child.mjs), the cases alternating round after round so
+// that a noisy neighbour slows all of them alike; the table shows medians. `ms` is the task itself (after its
+// imports), `process ms` the whole child process, `peak RSS` its maximum resident set size. Ratios compare
+// medians measured in this same run. The output format is stable: compare runs line by line.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { delimiter, dirname, join, resolve, sep } from "node:path";
+import { parseArgs } from "node:util";
+import { fileURLToPath } from "node:url";
+import { generateCatalogue } from "./generate.mjs";
+
+const PI_PACKAGE = "@mariozechner/pi-coding-agent";
+const PI_VERSION = "0.73.1";
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const CHILD = join(REPO, "bench", "child.mjs");
+const CLI = join(REPO, "dist", "cli.js");
+const DIST_INDEX = join(REPO, "dist", "index.js");
+const AGENT = "main";
+
+const { values } = parseArgs({ options: { sizes: { type: "string", default: "1000,10000" }, runs: { type: "string", default: "5" } } });
+const sizes = values.sizes.split(",").map(Number);
+const runs = Number(values.runs);
+
+/** Pi's package: $SKILLBAKE_BENCH_PI, else the node_modules/.bin folder `npx -p` puts on PATH. */
+function findPi() {
+  const candidates = process.env.SKILLBAKE_BENCH_PI
+    ? [resolve(process.env.SKILLBAKE_BENCH_PI)]
+    : (process.env.PATH ?? "")
+        .split(delimiter)
+        .filter((entry) => resolve(entry || ".").endsWith(`${sep}node_modules${sep}.bin`))
+        .map((entry) => join(dirname(resolve(entry)), ...PI_PACKAGE.split("/")));
+  for (const dir of candidates) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, "utf8")).version === PI_VERSION) return dir;
+  }
+  return undefined;
+}
+
+/** Runs `node ARGS` and returns the child's JSON line (if any) with the whole process's wall time. */
+function measure(args, cwd = REPO) {
+  const start = process.hrtime.bigint();
+  const child = spawnSync(process.execPath, args, { cwd, encoding: "utf8", maxBuffer: 1 << 20 });
+  const processMs = Number(process.hrtime.bigint() - start) / 1e6;
+  if (child.status !== 0) throw new Error(`node ${args.join(" ")} exited ${child.status}:\n${child.stderr}`);
+  const line = child.stdout.trim().split("\n").pop();
+  return { ...(line ? JSON.parse(line) : {}), processMs };
+}
+
+function median(numbers) {
+  const sorted = [...numbers].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+const CONFIG = (root) => `import { defineConfig } from "skillbake";\nexport default defineConfig({ agents: { ${AGENT}: { skills: [{ root: ${JSON.stringify(root)} }] } } });\n`;
+
+/** A project folder: a TypeScript config with one agent over `skills/`, as `skills init` scaffolds. */
+function project(base, name, count) {
+  const dir = join(base, name);
+  mkdirSync(join(dir, "skills"), { recursive: true });
+  writeFileSync(join(dir, "skills.config.ts"), CONFIG("skills"));
+  const files = generateCatalogue(join(dir, "skills"), count);
+  return { dir, files, config: join(dir, "skills.config.ts"), outDir: join(dir, "dist", "skills"), cache: join(dir, "node_modules", ".cache", "skillbake") };
+}
+
+const piDir = findPi();
+const work = mkdtempSync(join(tmpdir(), "skillbake-bench-"));
+const rows = [];
+try {
+  console.log(`skillbake bench · node ${process.version} · ${cpus().length} cpus · ${runs} runs · median of each`);
+  console.log(piDir ? `pi ${PI_VERSION}: ${piDir}` : `pi: not found, Pi rows skipped (run \`npx -y -p ${PI_PACKAGE}@${PI_VERSION} -c 'npm run bench'\`, or set SKILLBAKE_BENCH_PI)`);
+
+  // The whole-process floor of any CLI: Node starting and exiting; against it, `skills build` of 3 skills.
+  const small = project(work, "small", 3);
+  const startup = { "node -e 0": [], "skills build, 3 skills": [] };
+  for (let round = 0; round < runs; round++) {
+    startup["node -e 0"].push(measure(["-e", "0"]));
+    rmSync(small.cache, { recursive: true, force: true });
+    startup["skills build, 3 skills"].push(measure([CLI, "build"], small.dir));
+  }
+  for (const [name, samples] of Object.entries(startup)) rows.push({ size: 3, name, samples });
+
+  for (const size of sizes) {
+    const catalogue = project(work, `catalogue-${size}`, size);
+    const skillsRoot = join(catalogue.dir, "skills");
+    const agentDir = join(work, "pi-agent"); // empty: Pi loads only the given path
+    const cases = {
+      floor: () => measure([CHILD, "floor", skillsRoot]),
+      ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, skillsRoot, agentDir]) } : {}),
+      "build, cold": () => {
+        rmSync(catalogue.cache, { recursive: true, force: true });
+        rmSync(catalogue.outDir, { recursive: true, force: true });
+        return measure([CHILD, "build", DIST_INDEX, catalogue.config]);
+      },
+      "build, nothing changed": () => measure([CHILD, "build", DIST_INDEX, catalogue.config]),
+      "build, one skill changed": (round) => {
+        const file = catalogue.files[(round * 7919) % catalogue.files.length];
+        writeFileSync(file, `${readFileSync(file, "utf8")}\nEdited in round ${round}.\n`);
+        return measure([CHILD, "build", DIST_INDEX, catalogue.config]);
+      },
+      "watch: one skill changed": (round) => measure([CHILD, "watch-rebuild", DIST_INDEX, catalogue.config, catalogue.files[(round * 104729 + 1) % catalogue.files.length]]),
+      "import module + getPrompt": () => {
+        const module = join(catalogue.outDir, "agents", `${AGENT}.js`);
+        return existsSync(module) ? measure([CHILD, "import", module, AGENT]) : undefined;
+      },
+    };
+    const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]));
+    for (let round = 0; round < runs; round++) {
+      for (const [name, run] of Object.entries(cases)) {
+        const sample = run(round);
+        if (sample) samples[name].push(sample);
+      }
+    }
+    for (const [name, list] of Object.entries(samples)) if (list.length > 0) rows.push({ size, name, samples: list });
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+// The table: one row per case, ratios against this run's floor and Pi at the same size.
+const stat = (row) => ({ ms: median(row.samples.map((sample) => sample.ms ?? sample.processMs)), processMs: median(row.samples.map((sample) => sample.processMs)), rss: median(row.samples.map((sample) => sample.rss ?? NaN)) });
+const find = (size, name) => rows.find((row) => row.size === size && row.name === name);
+const ratio = (value, base) => (base ? `${(value / base).toFixed(2)}×` : "—");
+const mb = (bytes) => (Number.isNaN(bytes) ? "—" : (bytes / 2 ** 20).toFixed(0));
+
+console.log("");
+console.log(`${"skills".padStart(6)}  ${"case".padEnd(26)} ${"ms".padStart(8)} ${"process ms".padStart(11)} ${"peak RSS MB".padStart(12)} ${"× floor".padStart(8)} ${"× pi".padStart(8)}`);
+for (const row of rows) {
+  const { ms, processMs, rss } = stat(row);
+  const floor = find(row.size, row.size === 3 ? "node -e 0" : "floor");
+  const pi = find(row.size, "pi loadSkills + format");
+  const floorMs = floor && (row.size === 3 ? stat(floor).processMs : stat(floor).ms);
+  const value = row.size === 3 ? processMs : ms;
+  console.log(
+    `${String(row.size).padStart(6)}  ${row.name.padEnd(26)} ${ms.toFixed(0).padStart(8)} ${processMs.toFixed(0).padStart(11)} ${mb(rss).padStart(12)} ${ratio(value, floorMs).padStart(8)} ${ratio(value, pi && stat(pi).ms).padStart(8)}`,
+  );
+}
+
+// The issue's targets, each with its measured ratio.
+const largest = Math.max(...sizes);
+const targets = [];
+const target = (label, value, limit) => targets.push(`  ${label.padEnd(50)} ${value === undefined ? "—".padStart(6) : `${value.toFixed(2)}×`.padStart(6)}  ${value === undefined ? "not measured" : value <= limit ? "met" : "MISSED"}`);
+const get = (size, name) => find(size, name) && stat(find(size, name));
+const cold = get(largest, "build, cold");
+const pi = get(largest, "pi loadSkills + format");
+const floor = get(largest, "floor");
+const changed = get(largest, "build, one skill changed");
+const imported = get(largest, "import module + getPrompt");
+target(`cold build ${largest} ≤ 0.5× pi`, cold && pi && cold.ms / pi.ms, 0.5);
+target(`cold build ${largest} ≤ 3× floor`, cold && floor && cold.ms / floor.ms, 3);
+target(`one skill changed ${largest} ≤ 0.1× cold`, changed && cold && changed.ms / cold.ms, 0.1);
+const watched = get(largest, "watch: one skill changed");
+target(`  (in watch mode) ≤ 0.1× cold`, watched && cold && watched.ms / cold.ms, 0.1);
+target(`import + getPrompt ${largest} ≤ 0.1× pi`, imported && pi && imported.ms / pi.ms, 0.1);
+target(`peak RSS of cold build ${largest} ≤ 1.5× pi`, cold && pi && cold.rss / pi.rss, 1.5);
+const three = get(3, "skills build, 3 skills");
+const node = get(3, "node -e 0");
+target("3-skill build, whole process ≤ 5× node -e 0", three && node && three.processMs / node.processMs, 5);
+console.log("\ntargets");
+for (const line of targets) console.log(line);
