@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -112,6 +112,47 @@ describe("outDir refusals: nothing is created or deleted", () => {
       expect(await snapshot(dir)).toEqual(before);
     });
   }
+});
+
+describe("an outDir that is not empty is replaced only when skillbake wrote it", () => {
+  const foreign: [string, Record<string, string>][] = [
+    ["a folder of files", { "dist/skills/notes.txt": "mine" }],
+    ["another tool's manifest.json", { "dist/skills/manifest.json": '{\n  "generator": "other-tool",\n  "skills": []\n}\n' }],
+    ["a manifest.json that only names skillbake inside a value", { "dist/skills/manifest.json": '{\n  "notes": "\\n  \\"generator\\": \\"skillbake\\",\\n"\n}\n' }],
+  ];
+  for (const [name, tree] of foreign) {
+    it(`refuses ${name}, and deletes nothing`, async () => {
+      const dir = await project(undefined, tree);
+      const before = await snapshot(dir);
+      const run = await runCli(["build"], { cwd: dir });
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim()).toBe(`skills: ${join(dir, "dist/skills")} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`);
+      expect(await snapshot(dir)).toEqual(before);
+    });
+  }
+
+  it("refuses a manifest.json that is a FIFO without waiting for a writer", async () => {
+    const dir = await project();
+    await mkdir(join(dir, "dist/skills"), { recursive: true });
+    execFileSync("mkfifo", [join(dir, "dist/skills/manifest.json")]);
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("was not written by skillbake");
+  });
+
+  it("replaces its own bundle, however far into manifest.json the generator line sits", async () => {
+    // Thousands of diagnostics come before "generator" in the key-sorted manifest: past the first chunks read.
+    const skills = Object.fromEntries(Array.from({ length: 1500 }, (_, i) => [`skills/s${i}/SKILL.md`, `---\nname: s${i}\ndescription: Skill ${i}.\nunknown-${i}: x\n---\nBody.\n`]));
+    const dir = await project({ agents: { main: { skills: [{ root: "skills" }] } }, rules: { "field-unknown": "warn" } }, skills);
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const manifest = await readFile(join(dir, "dist/skills/manifest.json"), "utf8");
+    expect(manifest.indexOf('\n  "generator": "skillbake",\n')).toBeGreaterThan(1 << 17);
+    await writeTree(dir, { "skills/s0/SKILL.md": skillMd("s0") });
+    const rebuild = await runCli(["build"], { cwd: dir });
+    expect(rebuild.stderr).not.toContain("not written by skillbake");
+    expect(rebuild.code).toBe(0);
+    expect(await readFile(join(dir, "dist/skills/manifest.json"), "utf8")).not.toBe(manifest);
+  });
 });
 
 describe("one build at a time per outDir", () => {
