@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { countBySeverity, type Diagnostic } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
+import { HIDDEN_CHARACTER } from "./validate.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
 
@@ -38,21 +39,40 @@ export function formatPretty(diagnostics: readonly Diagnostic[], style: Style, s
   for (const [file, group] of groups) {
     const positions = group.map((diagnostic) => (diagnostic.line ? `${diagnostic.line}:${diagnostic.column ?? 1}` : ""));
     const width = Math.max(...positions.map((position) => position.length));
-    const lines = file ? [style.bold(file)] : [];
+    const lines = file ? [style.bold(escapeInvisible(file))] : [];
     group.forEach((diagnostic, index) => {
       const severity = diagnostic.severity === "error" ? style.red("error  ") : style.yellow("warning");
       const position = width > 0 ? `${style.dim(positions[index]!.padEnd(width))}  ` : "";
-      lines.push(`  ${position}${severity}  ${diagnostic.message}  ${style.dim(`[${diagnostic.code}]`)}`);
+      lines.push(`  ${position}${severity}  ${escapeInvisible(diagnostic.message)}  ${style.dim(`[${diagnostic.code}]`)}`);
       // Several findings at one spot (name-invalid and name-mismatch, say) share the first one's frame.
       const previous = group[index - 1];
       const sameSpot = previous !== undefined && previous.line === diagnostic.line && previous.column === diagnostic.column;
       const sourceLine = diagnostic.line && !sameSpot ? sources.get(file)?.[diagnostic.line - 1] : undefined;
       if (sourceLine !== undefined) lines.push(...codeFrame(sourceLine, diagnostic.line!, diagnostic.column ?? 1, style));
-      if (diagnostic.hint) lines.push(`    ${style.dim("hint:")} ${diagnostic.hint}`);
+      if (diagnostic.hint) lines.push(`    ${style.dim("hint:")} ${escapeInvisible(diagnostic.hint)}`);
     });
     blocks.push(lines.join("\n"));
   }
   return blocks.join("\n\n");
+}
+
+/** What a terminal would act on or hide rather than show: the hidden characters, plus tab and line feed. */
+const INVISIBLE = new RegExp(`[\\t\\n]|${HIDDEN_CHARACTER.source}`, "gu");
+
+/**
+ * Escapes such characters JSON-style (`\n`, `\x1b`, `\u202e`) in a path, or a message or hint that may quote
+ * a file or folder name: a name on Linux may hold any of them, and printed raw it could forge report lines or
+ * hide text in a terminal or CI log. Other Unicode (é, 日本) is kept as it is.
+ */
+function escapeInvisible(text: string): string {
+  return text.replace(INVISIBLE, (char) => {
+    const code = char.codePointAt(0)!;
+    if (char === "\n") return "\\n";
+    if (char === "\r") return "\\r";
+    if (char === "\t") return "\\t";
+    const hex = code.toString(16);
+    return code <= 0xff ? `\\x${hex.padStart(2, "0")}` : code <= 0xffff ? `\\u${hex.padStart(4, "0")}` : `\\u{${hex}}`;
+  });
 }
 
 /** Characters of a source line a frame shows; a longer line is cut with "…", keeping the column in view. */
@@ -110,12 +130,15 @@ export function formatGithub(diagnostics: readonly Diagnostic[]): string {
   return diagnostics
     .map((diagnostic) => {
       const properties = [
-        diagnostic.file ? `file=${escapeProperty(diagnostic.file)}` : undefined,
+        // Escaped as in the pretty report before GitHub's own escapes (which the runner undoes): a name with such
+        // characters loses its inline annotation, but neither the log nor the annotation shows them raw.
+        diagnostic.file ? `file=${escapeProperty(escapeInvisible(diagnostic.file))}` : undefined,
         diagnostic.line ? `line=${diagnostic.line}` : undefined,
         diagnostic.column ? `col=${diagnostic.column}` : undefined,
         `title=${escapeProperty(diagnostic.code)}`,
       ].filter(Boolean);
-      const message = diagnostic.hint ? `${diagnostic.message}\n${diagnostic.hint}` : diagnostic.message;
+      // Names in the message too; its one real line break, before the hint, is GitHub's %0A.
+      const message = escapeInvisible(diagnostic.message) + (diagnostic.hint ? `\n${escapeInvisible(diagnostic.hint)}` : "");
       return `::${diagnostic.severity === "error" ? "error" : "warning"} ${properties.join(",")}::${escapeData(message)}`;
     })
     .join("\n");

@@ -68,6 +68,53 @@ describe("pretty diagnostics", () => {
   });
 });
 
+describe("file and folder names with control and bidi characters", () => {
+  /**
+   * A skill folder whose name would erase a line (ESC [2K), start a forged one and reverse what follows (U+202E);
+   * its "%", "," and ":" are for GitHub's escapes.
+   */
+  const folder = "new\nline\u001b[2K%,:café\u202e日本";
+  const shown = "new\\nline\\x1b[2K%,:café\\u202e日本";
+  async function hostileProject(): Promise<string> {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      [`skills/${folder}/SKILL.md`]: "---\nname: forged\n---\nBody\n",
+    });
+    return dir;
+  }
+
+  it("pretty: the header, messages and hints show them escaped, other Unicode as it is", async () => {
+    const run = await runCli(["check"], { cwd: await hostileProject() });
+    expect(run.code).toBe(1);
+    expect(run.stderr.split("\n")).toEqual([
+      `skills/${shown}/SKILL.md`,
+      "  1:1  error    no `description` in the frontmatter  [description-missing]",
+      "    1 | ---",
+      "      | ^",
+      "    hint: Add `description:` saying what the skill does and when to use it; agents choose skills by it.",
+      `  2:7  warning  name "forged" does not match its folder "${shown}"  [name-mismatch]`,
+      "    2 | name: forged",
+      "      |       ^",
+      `    hint: Rename the folder to "forged" or set \`name: ${shown}\`.`,
+      "",
+      "1 error, 1 warning; check failed (1 agent, 0 skills)",
+      "",
+    ]);
+  });
+
+  it("github: the file property and the message show them escaped, then GitHub's own escapes", async () => {
+    const run = await runCli(["check", "--format", "github"], { cwd: await hostileProject() });
+    const file = "skills/new\\nline\\x1b[2K%25%2C%3Acafé\\u202e日本/SKILL.md";
+    const inMessage = "new\\nline\\x1b[2K%25,:café\\u202e日本";
+    expect(run.stderr.split("\n")).toEqual([
+      `::error file=${file},line=1,col=1,title=description-missing::no \`description\` in the frontmatter%0AAdd \`description:\` saying what the skill does and when to use it; agents choose skills by it.`,
+      `::warning file=${file},line=2,col=7,title=name-mismatch::name "forged" does not match its folder "${inMessage}"%0ARename the folder to "forged" or set \`name: ${inMessage}\`.`,
+      "",
+    ]);
+  });
+});
+
 describe("--max-warnings", () => {
   it("exits 1 only when the warnings exceed N, and says so; build then writes nothing", async () => {
     const dir = await tempDir();
