@@ -33,10 +33,16 @@ export async function writeBundle(outDir: string, files: ReadonlyMap<string, str
     await assertReplaceable(outDir);
     const staging = transientPath(outDir, "tmp");
     try {
+      // A text two files share (index.js and the module of a single agent) is encoded and written once, then
+      // copied by the kernel.
+      const written = new Map<string, string>();
       for (const [path, text] of files) {
         const target = join(staging, path);
         await mkdir(dirname(target), { recursive: true });
-        await writeFile(target, text);
+        const twin = written.get(text);
+        if (twin === undefined) await writeFile(target, text);
+        else await copyFile(twin, target);
+        written.set(text, target);
       }
       await stageCopies(staging, copies);
       const retired = swapIn(staging, outDir);
