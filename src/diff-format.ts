@@ -1,5 +1,6 @@
 /** `skills diff` output: the same items in `pretty` (a terminal), `markdown` (a pull-request comment) and `json`. */
 import { TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff } from "./diff.js";
+import { escapeInvisible } from "./escape-invisible.js";
 import type { Style } from "./report.js";
 
 export type DiffFormat = "pretty" | "markdown" | "json";
@@ -38,16 +39,20 @@ function items(agent: AgentDiff, code: (text: string) => string): Item[] {
   return list;
 }
 
+/**
+ * A description's lines, each escaped: its line breaks are layout, but a line may hold control or bidi characters,
+ * and a CR would end a Markdown line (and so the fenced block) early.
+ */
 function prefixLines(prefix: string, text: string): string[] {
-  return text.split("\n").map((line) => `${prefix}${line}`);
+  return text.split("\n").map((line) => `${prefix}${escapeInvisible(line, { keepTabs: true })}`);
 }
 
 /** A terminal report: each agent, its changes, then its prompt size and budget. */
 export function formatDiffPretty(diff: BundleDiff, labels: { before: string; after: string }, style: Style): string {
-  const lines = [`${headline(diff)} (${labels.before} → ${labels.after})`];
+  const lines = [`${headline(diff)} (${escapeInvisible(labels.before)} → ${escapeInvisible(labels.after)})`];
   for (const agent of diff.agents) {
-    lines.push("", style.bold(`${agent.id}: ${STATUS_WORDS[agent.status]}`));
-    for (const item of items(agent, (text) => text)) {
+    lines.push("", style.bold(`${escapeInvisible(agent.id)}: ${STATUS_WORDS[agent.status]}`));
+    for (const item of items(agent, (text) => escapeInvisible(text))) {
       lines.push(`  ${item.sign} ${item.text}`);
       for (const line of item.block ?? []) lines.push(`      ${line}`);
     }
@@ -66,12 +71,13 @@ export function formatDiffMarkdown(diff: BundleDiff): string {
   lines.push(`| agent | changes | prompt characters | ${TOKEN_ESTIMATE_LABEL} | budget (catalogue characters) |`, "| --- | --- | ---: | ---: | --- |");
   for (const agent of diff.agents) {
     const { before, after } = agent.prompt;
-    lines.push(`| \`${agent.id}\` | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${budgetChange(agent) ?? "—"} |`);
+    // GFM splits a table cell at every unescaped "|", even inside a code span.
+    lines.push(`| ${codeSpan(agent.id).replace(/\|/g, "\\|")} | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${budgetChange(agent) ?? "—"} |`);
   }
   for (const agent of diff.agents) {
     const list = items(agent, codeSpan);
     if (list.length === 0) continue;
-    lines.push("", `#### \`${agent.id}\` (${STATUS_WORDS[agent.status]})`, "");
+    lines.push("", `#### ${codeSpan(agent.id)} (${STATUS_WORDS[agent.status]})`, "");
     const body = list.flatMap(markdownItem);
     if (list.length > LONG_AGENT_ITEMS) lines.push(`<details><summary>${list.length} changes</summary>`, "", ...body, "", "</details>");
     else lines.push(...body);
@@ -141,12 +147,12 @@ function budgetText(state: BudgetState | undefined): string {
   return `${count(state.catalogue)} / ${count(state.limit)}${percent}`;
 }
 
-/** Inline code that survives backticks and line breaks in the text. */
+/** Inline code that survives backticks in the text; its line breaks and other hidden characters are shown escaped. */
 function codeSpan(text: string): string {
-  const flat = text.replace(/\s*[\r\n]+\s*/g, " ");
-  const fence = "`".repeat(longestBacktickRun(flat) + 1);
-  const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
-  return `${fence}${pad}${flat}${pad}${fence}`;
+  const shown = escapeInvisible(text);
+  const fence = "`".repeat(longestBacktickRun(shown) + 1);
+  const pad = shown.startsWith("`") || shown.endsWith("`") ? " " : "";
+  return `${fence}${pad}${shown}${pad}${fence}`;
 }
 
 function longestBacktickRun(text: string): number {

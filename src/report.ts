@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { countBySeverity, type Diagnostic } from "./diagnostics.js";
+import { escapeInvisible } from "./escape-invisible.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
-import { HIDDEN_CHARACTER } from "./validate.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
 
@@ -56,25 +56,6 @@ export function formatPretty(diagnostics: readonly Diagnostic[], style: Style, s
   return blocks.join("\n\n");
 }
 
-/** What a terminal would act on or hide rather than show: the hidden characters, plus tab and line feed. */
-const INVISIBLE = new RegExp(`[\\t\\n]|${HIDDEN_CHARACTER.source}`, "gu");
-
-/**
- * Escapes such characters JSON-style (`\n`, `\x1b`, `\u202e`) in a path, or a message or hint that may quote
- * a file or folder name: a name on Linux may hold any of them, and printed raw it could forge report lines or
- * hide text in a terminal or CI log. Other Unicode (é, 日本) is kept as it is.
- */
-function escapeInvisible(text: string): string {
-  return text.replace(INVISIBLE, (char) => {
-    const code = char.codePointAt(0)!;
-    if (char === "\n") return "\\n";
-    if (char === "\r") return "\\r";
-    if (char === "\t") return "\\t";
-    const hex = code.toString(16);
-    return code <= 0xff ? `\\x${hex.padStart(2, "0")}` : code <= 0xffff ? `\\u${hex.padStart(4, "0")}` : `\\u{${hex}}`;
-  });
-}
-
 /** Characters of a source line a frame shows; a longer line is cut with "…", keeping the column in view. */
 const FRAME_WIDTH = 120;
 
@@ -88,9 +69,11 @@ function codeFrame(sourceLine: string, line: number, column: number, style: Styl
     end = start + FRAME_WIDTH;
   }
   const prefix = start > 0 ? "…" : "";
-  const shown = `${prefix}${sourceLine.slice(start, end)}${end < sourceLine.length ? "…" : ""}`;
+  // Cut first, then escape, so an escape is never cut in half; the caret counts the escaped text before it.
+  const escapedSlice = (from: number, to: number) => escapeInvisible(sourceLine.slice(from, to), { keepTabs: true });
+  const shown = `${prefix}${escapedSlice(start, end)}${end < sourceLine.length ? "…" : ""}`;
   // Tabs before the column stay tabs so the caret lines up however the terminal expands them.
-  const pad = `${prefix}${sourceLine.slice(start, at)}`.replace(/[^\t]/g, " ");
+  const pad = `${prefix}${escapedSlice(start, at)}`.replace(/[^\t]/g, " ");
   const gutter = String(line);
   return [`    ${style.dim(`${gutter} |`)} ${shown}`, `    ${style.dim(`${" ".repeat(gutter.length)} |`)} ${pad}${style.red("^")}`];
 }

@@ -170,7 +170,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
 /**
  * Control characters (tab and line feed aside), bidi controls (U+061C, U+200E–U+200F, U+202A–U+202E,
  * U+2066–U+2069: "Trojan Source") and Unicode tag characters (U+E0000–U+E007F: invisible text a model reads).
- * The report escapes these (and tab and line feed) where it prints paths.
+ * escapeInvisible shows these (and tab and line feed) escaped wherever output quotes a path, a name or a description.
  */
 export const HIDDEN_CHARACTER = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]/u;
 

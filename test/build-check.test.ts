@@ -109,6 +109,45 @@ describe("skills build --check", () => {
     expect(fix).toBe("Run `skills build --config skills.config.ts --out 'out dir'` to update it.\n");
   });
 
+  it("shows control and bidi characters in the outDir, stale paths and the prompt diff escaped", async () => {
+    const dir = await tempDir();
+    // ESC [2K would erase a line, U+202E reverse what follows, and a line feed start a forged line.
+    const outDir = "out\nput\u001b[2K\u202e";
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ outDir, location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Plain."),
+    });
+    const build = await runCli(["build"], { cwd: dir });
+    expect(build.stderr).toBe("Wrote out\\nput\\x1b[2K\\u202e (1 agent, 1 skill); 0 errors, 0 warnings\n");
+    await writeTree(dir, {
+      "skills/alpha/SKILL.md": skillMd("alpha", '"Ships\\e[2K to prod\\u202e safely"'),
+      [`${outDir}/prompts/old\nagent\u001b[2K\u202e.txt`]: "an agent that no longer exists",
+    });
+    const run = await runCli(["build", "--check"], { cwd: dir });
+    expect(run.code).toBe(1);
+    // After the description-invisible warning: the summary and the listing, the diff and the fix.
+    const [, listing, diff, fix] = run.stderr.split("\n\n") as [string, string, string, string];
+    expect(listing.split("\n").slice(0, 2)).toEqual([
+      "Checked 1 agent, 1 skill; 0 errors, 1 warning",
+      expect.stringMatching(/^out\\nput\\x1b\[2K\\u202e is out of date: \d+ files differ from a fresh build\.$/),
+    ]);
+    expect(listing.split("\n")).toContain("  extra    prompts/old\\nagent\\x1b[2K\\u202e.txt (not in the new bundle; a build removes it)");
+    expect(diff.split("\n")).toEqual([
+      "--- prompts/main.txt (on disk)",
+      "+++ prompts/main.txt (fresh build)",
+      "@@ -5,7 +5,7 @@",
+      " <available_skills>",
+      "   <skill>",
+      "     <name>alpha</name>",
+      "-    <description>Plain.</description>",
+      "+    <description>Ships\\x1b[2K to prod\\u202e safely</description>",
+      "     <location>skills/alpha/SKILL.md</location>",
+      "   </skill>",
+      " </available_skills>",
+    ]);
+    expect(fix).toBe("Run `skills build` to update it.\n");
+  });
+
   it("reports the stale files and the diff in --format json", async () => {
     const dir = await builtProject();
     await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha and omega reports.") });

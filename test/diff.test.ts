@@ -234,6 +234,88 @@ describe("skills diff", () => {
     expect(json.agents[0].budget).toEqual({ before: { limit: 700, catalogue: before }, after: { limit: 900, catalogue: after } });
   });
 
+  it("shows control and bidi characters escaped, and no name, description or agent id breaks out of the Markdown", async () => {
+    const dir = await tempDir();
+    const skill = (name: string, description: string) => `---\nname: ${JSON.stringify(name)}\ndescription: ${JSON.stringify(description)}\n---\nBody\n`;
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skill("alpha", "Plain."),
+    });
+    expect((await runCli(["build", "--out", "before"], { cwd: dir })).code).toBe(0);
+    // A name (its folder's) and a description that would erase a line (ESC [2K) and reverse text (U+202E); the
+    // description's lines try to end the Markdown table, fence and <details> (a CR ends a Markdown line too).
+    const name = "new\nline\u001b[2K\u202e|`b`";
+    await writeTree(dir, {
+      [`skills/${name}/SKILL.md`]: skill(name, "Added."),
+      "skills/alpha/SKILL.md": skill("alpha", "Ships\u001b[2K to prod\u202e safely | `x`\n</details>\n```\nthen\r</details>\r# Forged\nfive\nsix"),
+    });
+    expect((await runCli(["build", "--out", "after"], { cwd: dir })).code).toBe(0);
+    // A hand-edited manifest: agent ids are checked in a config, not in a bundle.
+    const manifest = JSON.parse(await readFile(join(dir, "after/manifest.json"), "utf8"));
+    manifest.agents["ops|`x`\u202e"] = manifest.agents.main;
+    await writeFile(join(dir, "after/manifest.json"), JSON.stringify(manifest));
+
+    const pretty = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect(pretty.stdout.split("\n")).toEqual([
+      "2 of 2 agents changed (before → after)",
+      "",
+      "main: changed",
+      "  + Added new\\nline\\x1b[2K\\u202e|`b` (available)",
+      "  ~ Changed the description of alpha:",
+      "      - Plain.",
+      "      + Ships\\x1b[2K to prod\\u202e safely | `x`",
+      "      + </details>",
+      "      + ```",
+      "      + then\\r</details>\\r# Forged",
+      "      + five",
+      "      + six",
+      "  prompt characters: 495 → 734 (+239)",
+      "  ≈ tokens (estimate: characters ÷ 4): 124 → 184 (+60)",
+      "",
+      "ops|`x`\\u202e: new agent",
+      "  + Added alpha (available)",
+      "  + Added new\\nline\\x1b[2K\\u202e|`b` (available)",
+      "  prompt characters: 0 → 734 (+734)",
+      "  ≈ tokens (estimate: characters ÷ 4): 0 → 184 (+184)",
+      "",
+    ]);
+    const markdown = await runCli(["diff", "before", "after", "--format", "markdown"], { cwd: dir });
+    expect(markdown.stdout.split("\n")).toEqual([
+      "### Agent prompts: 2 of 2 agents changed",
+      "",
+      "| agent | changes | prompt characters | ≈ tokens (estimate: characters ÷ 4) | budget (catalogue characters) |",
+      "| --- | --- | ---: | ---: | --- |",
+      "| `main` | 1 added, 1 description | 495 → 734 (+239) | 124 → 184 (+60) | — |",
+      // GFM splits table cells at a "|" even inside a code span, unless it is escaped.
+      "| ``ops\\|`x`\\u202e`` | new agent, 2 added | 0 → 734 (+734) | 0 → 184 (+184) | — |",
+      "",
+      "#### `main` (changed)",
+      "",
+      "- Added `` new\\nline\\x1b[2K\\u202e|`b` `` (available)",
+      "- Changed the description of `alpha`:",
+      "",
+      "  <details><summary>old → new</summary>",
+      "",
+      "  ````diff",
+      "  - Plain.",
+      "  + Ships\\x1b[2K to prod\\u202e safely | `x`",
+      "  + </details>",
+      "  + ```",
+      "  + then\\r</details>\\r# Forged",
+      "  + five",
+      "  + six",
+      "  ````",
+      "",
+      "  </details>",
+      "",
+      "#### ``ops|`x`\\u202e`` (new agent)",
+      "",
+      "- Added `alpha` (available)",
+      "- Added `` new\\nline\\x1b[2K\\u202e|`b` `` (available)",
+      "",
+    ]);
+  });
+
   it("exits 2 with a clear message for a folder that is not a bundle, bad JSON, or two missing sides", async () => {
     const dir = await tempDir();
     await writeTree(dir, { "dist/readme.txt": "not a bundle", "bad.json": "{" });

@@ -87,6 +87,28 @@ describe("skills list", () => {
     expect(run.stderr).toContain('no agent "codng" in skills.config.json (it has coding, review). Did you mean "coding"?');
   });
 
+  it("shows control and bidi characters in names and sources escaped, the columns aligned on what is shown", async () => {
+    const dir = await tempDir();
+    // ESC [2K would erase the row, U+202E reverse what follows; each name is its folder's, so only name-invalid warns.
+    const root = "team\u202eskills";
+    const skill = (name: string, description: string) => `---\nname: ${JSON.stringify(name)}\ndescription: ${JSON.stringify(description)}\n---\nBody\n`;
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root }], budget: 600 } } }),
+      [`${root}/new\nline\u001b[2K\u202e/SKILL.md`]: skill("new\nline\u001b[2K\u202e", "Ships \u001b[2K safely"),
+      [`${root}/x\u202ey/SKILL.md`]: skill("x\u202ey", "Second."),
+    });
+    const run = await runCli(["list"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")).toEqual([
+      "main: 1 skill, catalogue 527 characters (88% of its 600 budget), prompt 527 characters",
+      "  name                    mode       source            description  flags",
+      "  new\\nline\\x1b[2K\\u202e  available  team\\u202eskills  17 chars",
+      "  left out by the budget: x\\u202ey",
+      "",
+    ]);
+    expect(run.stderr).toBe("0 errors, 4 warnings; run `skills check` for details.\n");
+  });
+
   it("lists what is valid and says on stderr that skills with errors were left out", async () => {
     const dir = await project();
     await writeTree(dir, { "skills/broken/SKILL.md": "---\nname: broken\n---\n" });

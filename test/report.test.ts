@@ -115,6 +115,33 @@ describe("file and folder names with control and bidi characters", () => {
   });
 });
 
+describe("source lines with control and bidi characters", () => {
+  it("a code frame shows them escaped, tabs as they are, and the caret under the same character", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills", inline: ["*"] }] } } }),
+      // ESC [2K would erase the frame's line, U+202E reverse it; `</skill>` sits after both, past a tab.
+      "skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Ships\u001b[2K to prod\u202e safely\n---\nIntro.\n\t\u001b[31m\u202e </skill> here\n",
+    });
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stderr.split("\n")).toEqual([
+      "skills/deploy/SKILL.md",
+      "  3:14  warning  `description` contains a control character (U+001B): text a reader does not see, or sees reordered, reaches the model as it is  [description-invisible]",
+      "    3 | description: Ships\\x1b[2K to prod\\u202e safely",
+      "      |              ^",
+      "    hint: Retype the description as plain text; line breaks and tabs are fine.",
+      '  6:9   warning  agent "main" inlines "deploy", whose body contains `</skill>`: it ends the skill\'s element early, and what follows reads as outside the skill  [body-closes-tag]',
+      "    6 | \t\\x1b[31m\\u202e </skill> here",
+      "      | \t               ^",
+      '    hint: Reword it (write "&lt;/skill&gt;" or describe the tag in words), or make the skill available rather than inline. `rules: { "body-closes-tag": "error" }` makes builds refuse such skills.',
+      "",
+      "Checked 1 agent, 1 skill; 0 errors, 2 warnings",
+      "",
+    ]);
+  });
+});
+
 describe("--max-warnings", () => {
   it("exits 1 only when the warnings exceed N, and says so; build then writes nothing", async () => {
     const dir = await tempDir();

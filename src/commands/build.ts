@@ -2,6 +2,7 @@ import { relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../api.js";
 import { ConfigError } from "../config.js";
 import { OutputError } from "../emit.js";
+import { escapeInvisible } from "../escape-invisible.js";
 import { watchBuild } from "../watch.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, styleFor, type OutputFormat, type Style } from "../report.js";
 import { didYouMean } from "../suggest.js";
@@ -141,7 +142,7 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
           write(io.stderr, `Stopped after ${Math.round(ms)} ms; nothing written, the last good bundle stays.`);
         }
         if (first) write(io.stderr, `Watching ${watching.folders} ${watching.folders === 1 ? "folder" : "folders"} for changes (Ctrl-C to stop).`);
-        if (watching.failed) write(io.stderr, `skills: some folders are not watched: ${watching.failed}`);
+        if (watching.failed) write(io.stderr, `skills: some folders are not watched: ${escapeInvisible(watching.failed)}`);
       },
       stop.signal,
     );
@@ -154,19 +155,26 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
 
 /** Changed paths relative to the working folder, the first few by name. */
 function describeChanges(paths: readonly string[], cwd: string): string {
-  const shown = [...new Set(paths.map((path) => relative(cwd, path) || "."))].sort();
+  const shown = [...new Set(paths.map((path) => shownPath(path, cwd)))].sort();
   return shown.length > 3 ? `${shown.slice(0, 3).join(", ")} and ${shown.length - 3} more` : shown.join(", ");
 }
 
 /** `build --check` found the bundle out of date: which files, how the first prompt differs, and the fix. */
 function staleReport(result: BuildResult, values: FlagValues, cwd: string): string {
   const width = Math.max(...result.stale.map(({ state }) => state.length));
-  const lines = [`${relative(cwd, result.outDir) || "."} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
-  for (const { path, state } of result.stale) lines.push(`  ${state.padEnd(width)}  ${path}${state === "extra" ? " (not in the new bundle; a build removes it)" : ""}`);
-  if (result.staleDiff) lines.push("", result.staleDiff);
+  const lines = [`${shownPath(result.outDir, cwd)} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
+  for (const { path, state } of result.stale) lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${state === "extra" ? " (not in the new bundle; a build removes it)" : ""}`);
+  // Line by line: the diff's line breaks are its layout and the prompt's tabs are text, but a skill's name or
+  // description in the prompt may hold control or bidi characters.
+  if (result.staleDiff) lines.push("", ...result.staleDiff.split("\n").map((line) => escapeInvisible(line, { keepTabs: true })));
   const fix = ["skills build", ...(["config", "out"] as const).flatMap((flag) => (typeof values[flag] === "string" ? [`--${flag}`, shellQuote(values[flag])] : []))];
   lines.push("", `Run \`${fix.join(" ")}\` to update it.`);
   return lines.join("\n");
+}
+
+/** A path as the terminal shows it: relative to the working folder, control and bidi characters escaped. */
+function shownPath(path: string, cwd: string): string {
+  return escapeInvisible(relative(cwd, path) || ".");
 }
 
 /** A word as a POSIX shell reads it back. */
@@ -214,7 +222,7 @@ function summaryLine(
     const limit = result.errors > 0 ? "" : limits.strict ? " (--strict allows none)" : ` (--max-warnings allows ${limits.maxWarnings})`;
     return `${counts}${limit}; ${command === "build" ? "nothing written" : "check failed"} (${scope})`;
   }
-  if (result.written) return `Wrote ${relative(cwd, result.outDir!) || "."} (${scope}); ${counts}`;
+  if (result.written) return `Wrote ${shownPath(result.outDir!, cwd)} (${scope}); ${counts}`;
   if (command === "build" && result.stale?.length === 0) return `Bundle is up to date (${scope}); ${counts}`;
   return `Checked ${scope}; ${counts}`;
 }

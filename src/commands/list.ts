@@ -1,6 +1,7 @@
 import { relative } from "node:path";
 import { check, type CheckResult } from "../api.js";
 import type { CompiledAgent } from "../compile.js";
+import { escapeInvisible } from "../escape-invisible.js";
 import { didYouMean } from "../suggest.js";
 import { UsageError, write, type Command } from "./command.js";
 
@@ -99,14 +100,15 @@ function formatAgent(agent: AgentListing): string {
   const count = `${agent.skills.length} ${agent.skills.length === 1 ? "skill" : "skills"}`;
   const budget = agent.budget === undefined ? "" : ` (${Math.round((agent.catalogueCharacters * 100) / agent.budget.limit)}% of its ${agent.budget.limit} budget)`;
   const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${budget}, prompt ${agent.promptCharacters} characters`;
-  const dropped = agent.budget?.dropped.length ? [`  left out by the budget: ${agent.budget.dropped.join(", ")}`] : [];
+  // A name (which may be its folder's) and a root may hold control or bidi characters: shown escaped.
+  const dropped = agent.budget?.dropped.length ? [`  left out by the budget: ${agent.budget.dropped.map((name) => escapeInvisible(name)).join(", ")}`] : [];
   if (agent.skills.length === 0) return [heading, "  (no skills)", ...dropped].join("\n");
   const rows = [
     ["name", "mode", "source", "description", "flags"],
     ...agent.skills.map((skill) => [
-      skill.name,
+      escapeInvisible(skill.name),
       skill.mode,
-      skill.root,
+      escapeInvisible(skill.root),
       `${skill.descriptionCharacters} chars`,
       [skill.hidden ? "hidden" : "", skill.userInvocable ? "" : "not user-invocable"].filter(Boolean).join(", "),
     ]),

@@ -1,0 +1,23 @@
+import { HIDDEN_CHARACTER } from "./validate.js";
+
+/** What a terminal would act on or hide rather than show: the hidden characters, plus tab and line feed. */
+const INVISIBLE = new RegExp(`[\\t\\n]|${HIDDEN_CHARACTER.source}`, "gu");
+const INVISIBLE_BUT_TAB = new RegExp(`\\n|${HIDDEN_CHARACTER.source}`, "gu");
+
+/**
+ * Escapes such characters JSON-style (`\n`, `\x1b`, `\u202e`) in text shown to a person that may quote a file
+ * or folder name, a skill name or a description: a name on Linux may hold any of them, and printed raw it could
+ * forge output lines or hide text in a terminal, a CI log or a pull-request comment. Other Unicode (é, 日本) is
+ * kept as it is. `keepTabs` leaves tabs as they are in one line of quoted text (a code frame, whose caret line
+ * copies them; a line of a diff): they only move text along.
+ */
+export function escapeInvisible(text: string, { keepTabs = false } = {}): string {
+  return text.replace(keepTabs ? INVISIBLE_BUT_TAB : INVISIBLE, (char) => {
+    const code = char.codePointAt(0)!;
+    if (char === "\n") return "\\n";
+    if (char === "\r") return "\\r";
+    if (char === "\t") return "\\t";
+    const hex = code.toString(16);
+    return code <= 0xff ? `\\x${hex.padStart(2, "0")}` : code <= 0xffff ? `\\u${hex.padStart(4, "0")}` : `\\u{${hex}}`;
+  });
+}
