@@ -1,12 +1,12 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { bundleFiles, stagedCopies, type StagedCopy } from "./bundle.js";
+import { bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle.js";
 import { BuildCache, bundleFingerprint } from "./cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile.js";
 import { loadConfig } from "./config.js";
 import { compareStrings, countBySeverity } from "./diagnostics.js";
 import { unifiedDiff } from "./diff.js";
-import { writeBundle } from "./emit.js";
+import { compareBundle, writeBundle } from "./emit.js";
 import { hashFile } from "./resources.js";
 
 export interface CheckOptions {
@@ -71,11 +71,11 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
     const fingerprint = options.check ? "" : bundleFingerprint(result);
     if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) return { ...result, outDir, written: false, stale: [] };
-    const files = bundleFiles(result);
+    const bundle = bundleOf(result);
     const copies = stagedCopies(result);
-    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, files, copies)) };
-    await writeBundle(outDir, files, copies, result.config);
-    cache.recordBundle(outDir, fingerprint, [...files.keys(), ...copies.map((copy) => copy.path)]);
+    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, bundle, copies)) };
+    await writeBundle(outDir, bundle, copies, result.config);
+    cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
     if (!options.check) cache.save(); // `--check` writes nothing, not even the cache
@@ -100,15 +100,9 @@ async function compileCached(options: CheckOptions): Promise<{ result: CheckResu
 const STALE_DIFF_LINES = 40;
 
 /** Compares a fresh bundle with the one in `outDir`; reads only. */
-async function compareWithDisk(outDir: string, files: ReadonlyMap<string, string>, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
+async function compareWithDisk(outDir: string, bundle: Bundle, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
   const stale: StaleFile[] = [];
-  const onDisk = new Map<string, string>();
-  for (const [path, text] of files) {
-    const existing = await readFile(join(outDir, path), "utf8").catch(() => undefined);
-    if (existing === undefined) stale.push({ path, state: "missing" });
-    else if (existing !== text) stale.push({ path, state: "changed" });
-    if (existing !== undefined) onDisk.set(path, existing);
-  }
+  for (const [path, state] of compareBundle(outDir, bundle)) if (state !== "same") stale.push({ path, state });
   // Staged copies are compared by hash: they may be large or binary, and the diff below is for text.
   for (const copy of copies) {
     let existing: string | undefined;
@@ -120,15 +114,17 @@ async function compareWithDisk(outDir: string, files: ReadonlyMap<string, string
     if (existing === undefined) stale.push({ path: copy.path, state: "missing" });
     else if (existing !== copy.sha256) stale.push({ path: copy.path, state: "changed" });
   }
-  const expected = new Set([...files.keys(), ...copies.map((copy) => copy.path)]);
+  const expected = new Set([...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
   for (const path of await listFiles(outDir)) if (!expected.has(path)) stale.push({ path, state: "extra" });
   stale.sort((a, b) => compareStrings(a.path, b.path));
 
-  // A missing file is listed, not diffed: its whole text would say nothing the listing does not.
-  const changed = [...files.keys()].filter((path) => onDisk.has(path) && onDisk.get(path) !== files.get(path));
+  // A missing file is listed, not diffed: its whole text would say nothing the listing does not. Only a file of
+  // plain text is diffed (prompts first): one holding skill bodies is too large to hold whole.
+  const texts = new Map(bundle.files.flatMap((file) => ("parts" in file && file.parts.every((part) => typeof part === "string") ? [[file.path, file.parts.join("")] as const] : [])));
+  const changed = stale.filter((file) => file.state === "changed" && texts.has(file.path)).map((file) => file.path);
   const shown = changed.find((path) => path.startsWith("prompts/")) ?? changed[0];
   if (shown === undefined) return { stale };
-  const staleDiff = unifiedDiff(onDisk.get(shown)!, files.get(shown)!, {
+  const staleDiff = unifiedDiff(await readFile(join(outDir, shown), "utf8"), texts.get(shown)!, {
     beforeLabel: `${shown} (on disk)`,
     afterLabel: `${shown} (fresh build)`,
     maxLines: STALE_DIFF_LINES,

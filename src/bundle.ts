@@ -4,22 +4,39 @@ import type { Compilation } from "./compile.js";
 import { compareStrings } from "./diagnostics.js";
 import type { Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
+import { asciiOnly, jsonParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type Part } from "./parts.js";
 import { summarizeStructure } from "./resources.js";
-import { defineOwn } from "./validate.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";
 
+export type BundleFile =
+  /** Bodies appear in increasing index order, each at most once. */
+  | { path: string; parts: Part[] }
+  /** The same text as the file at `sameAs` (a single agent's module is index.js): linked, not written twice. */
+  | { path: string; sameAs: string };
+
+export interface Bundle {
+  /** Every file of the bundle (SPEC §6); a file comes after any file it takes a hash of or is the same as. */
+  files: BundleFile[];
+  /** The bundled skills' bodies, by skill in manifest order. */
+  bodies: string[];
+}
+
 /**
- * The bundle's files (SPEC §6) as path → text. Pure: every output is derived from the compilation alone, with
- * sorted keys, LF line ends and a final newline (prompts excepted: they are byte-exact prompt text).
+ * The bundle's files (SPEC §6). Pure: every output is derived from the compilation alone, with sorted keys, LF
+ * line ends and a final newline (prompts excepted: they are byte-exact prompt text).
  */
-export function bundleFiles(compilation: Compilation): Map<string, string> {
-  const files = new Map<string, string>();
-  const skills = new Map<string, Manifest["skills"][number]>();
+export function bundleOf(compilation: Compilation): Bundle {
+  const skills = new Map<string, Compilation["agents"][number]["skills"][number]>();
+  for (const agent of compilation.agents) for (const skill of agent.skills) if (!skills.has(skill.file)) skills.set(skill.file, skill);
+  const ordered = [...skills.values()].sort((a, b) => compareStrings(a.file, b.file));
+  const bodyIndex = new Map(ordered.map((skill, index) => [skill.file, index]));
+
+  const files: BundleFile[] = [];
   const agents: Manifest["agents"] = {};
   for (const agent of compilation.agents) {
-    files.set(`prompts/${agent.id}.txt`, agent.prompt);
+    files.push({ path: `prompts/${agent.id}.txt`, parts: [agent.prompt] });
     agents[agent.id] = {
       format: agent.format,
       prompt: `prompts/${agent.id}.txt`,
@@ -30,35 +47,35 @@ export function bundleFiles(compilation: Compilation): Map<string, string> {
       ...(agent.budget ? { budget: agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
     };
-    for (const skill of agent.skills) {
-      skills.set(skill.file, {
-        name: skill.name,
-        description: skill.description,
-        file: skill.file,
-        location: skill.location,
-        baseDir: skill.baseDir,
-        hash: skill.hash,
-        fields: skill.fields,
-        extra: skill.extra,
-        body: skill.body,
-        files: skill.files,
-        structure: summarizeStructure(skill.files),
-        ...(skill.staged ? { staged: skill.staged } : {}),
-      });
-    }
   }
-  for (const [path, text] of moduleFiles(compilation)) files.set(path, text);
-  const manifest: Manifest = {
+  files.push(...moduleFiles(compilation, bodyIndex));
+
+  const outputs: Record<string, Slot> = {};
+  for (const file of files) outputs[file.path] = new Slot({ sha256Of: file.path });
+  const manifest = {
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,
-    skills: [...skills.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, skill]) => skill),
+    skills: ordered.map((skill, index) => ({
+      name: skill.name,
+      description: skill.description,
+      file: skill.file,
+      location: skill.location,
+      baseDir: skill.baseDir,
+      hash: skill.hash,
+      fields: skill.fields,
+      extra: skill.extra,
+      body: new Slot({ body: index, ascii: false }),
+      files: skill.files,
+      structure: summarizeStructure(skill.files),
+      ...(skill.staged ? { staged: skill.staged } : {}),
+    })),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
-    hashes: { inputs: inputsHash(compilation), outputs: outputHashes(files) },
-  };
-  files.set("manifest.json", stableJson(manifest));
-  return files;
+    hashes: { inputs: inputsHash(compilation), outputs },
+  } satisfies Record<keyof Manifest, unknown>;
+  files.push({ path: "manifest.json", parts: [...jsonParts(manifest, MANIFEST_STYLE), "\n"] });
+  return { files, bodies: ordered.map((skill) => skill.body) };
 }
 
 /** A skill file `stage: true` copies into the bundle. */
@@ -94,36 +111,151 @@ function inputsHash(compilation: Compilation): string {
   const sorted = [...skills.entries()].sort(([a], [b]) => compareStrings(a, b));
   const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
   const config = JSON.parse(JSON.stringify(compilation.config.config, (_key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : value)));
-  return sha256(stableJson({ config, skills: sorted, context }));
+  return createHash("sha256").update(stableJson({ config, skills: sorted, context })).digest("hex");
 }
 
-/** sha256 of each file (all but the manifest, which holds them), by path; a text two files share is hashed once. */
-function outputHashes(files: ReadonlyMap<string, string>): Record<string, string> {
-  const hashes: Record<string, string> = {};
-  const byText = new Map<string, string>();
-  for (const [path, text] of files) {
-    let hash = byText.get(text);
-    if (hash === undefined) byText.set(text, (hash = sha256(text)));
-    hashes[path] = hash;
+/** What a bundle file's bytes go to: a file being written, or one on disk being compared. */
+export interface Sink {
+  /** Appends bytes; `bytes` may be reused once the call returns. */
+  write(bytes: Uint8Array): void;
+  /** Appends placeholder bytes that a patch will replace. */
+  reserve(bytes: Uint8Array): void;
+  /** Overwrites bytes written earlier, at `offset`. */
+  patch(offset: number, bytes: Uint8Array): void;
+  /** After the last write and patch. */
+  end(): void;
+}
+
+/** What a hash part holds until the hash is known. */
+const HASH_PLACEHOLDER = Buffer.from("0".repeat(64), "latin1");
+
+/** Bytes gathered before they go to a sink: large enough that writes are few. */
+const CHUNK_BYTES = 1 << 18;
+
+/**
+ * Streams the bundle's files into sinks and returns every file's sha256 by path. The files advance together,
+ * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
+ * text and no second copy of the bodies is ever in memory. A hash part is written as a string of zeros and patched once the
+ * file it names is complete. A file the same as another is handed to `same` once that one has ended.
+ */
+export function renderBundle(bundle: Bundle, open: (path: string) => Sink, same: (path: string, sameAs: string) => void): Map<string, string> {
+  const writers = new Map<string, FileWriter>();
+  const twins: { path: string; sameAs: string }[] = [];
+  for (const file of bundle.files) {
+    if ("sameAs" in file) twins.push(file);
+    else writers.set(file.path, new FileWriter(file.parts, open(file.path)));
   }
+  const escaped: { json?: string; ascii?: string } = {};
+  const bodyText = (part: BodyPart) => {
+    escaped.json ??= JSON.stringify(bundle.bodies[part.body]);
+    return part.ascii ? (escaped.ascii ??= asciiOnly(escaped.json)) : escaped.json;
+  };
+  for (let body = 0; body < bundle.bodies.length; body++) {
+    escaped.json = escaped.ascii = undefined;
+    for (const writer of writers.values()) writer.advance(body, bodyText);
+  }
+  for (const writer of writers.values()) writer.advance(Infinity, bodyText);
+
+  const hashes = new Map<string, string>();
+  for (const [path, writer] of writers) hashes.set(path, writer.finish());
+  for (const { path, sameAs } of twins) hashes.set(path, hashes.get(sameAs)!);
+  for (const writer of writers.values()) {
+    for (const { offset, of } of writer.hashSlots) {
+      const hashed = writers.get(twins.find((twin) => twin.path === of)?.sameAs ?? of);
+      // A file's hash is taken once its bytes are final, so it cannot hold hashes itself.
+      if (!hashed || hashed.hashSlots.length > 0) throw new Error(`skillbake: the bundle file ${of} cannot be hashed into another`);
+      writer.sink.patch(offset, Buffer.from(hashes.get(of)!, "latin1"));
+    }
+    writer.sink.end();
+  }
+  for (const { path, sameAs } of twins) same(path, sameAs);
   return hashes;
 }
 
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
+/** One file's parts on their way to its sink: encoded into a chunk, hashed, and written a chunk at a time. */
+class FileWriter {
+  readonly hashSlots: { offset: number; of: string }[] = [];
+  private next = 0;
+  private offset = 0;
+  private filled = 0;
+  private readonly chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  private readonly hash = createHash("sha256");
 
-/** JSON with object keys sorted at every depth, two-space indented, LF and a final newline. */
-export function stableJson(value: unknown): string {
-  return `${JSON.stringify(sortKeys(value), null, 2)}\n`;
-}
+  constructor(
+    private readonly parts: readonly Part[],
+    readonly sink: Sink,
+  ) {}
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === "object" && !(value instanceof Date)) {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) defineOwn(sorted, key, sortKeys((value as Record<string, unknown>)[key]));
-    return sorted;
+  /** Writes parts up to and including the body `body`, stopping before any later body. */
+  advance(body: number, bodyText: (part: BodyPart) => string): void {
+    for (; this.next < this.parts.length; this.next++) {
+      const part = this.parts[this.next]!;
+      if (typeof part === "string") this.text(part);
+      else if ("sha256Of" in part) {
+        this.text('"');
+        this.flush();
+        this.hashSlots.push({ offset: this.offset, of: part.sha256Of });
+        this.emit(HASH_PLACEHOLDER, true);
+        this.text('"');
+      } else if (part.body === body) this.text(bodyText(part));
+      else if (part.body > body) return;
+      else throw new Error(`skillbake: body ${part.body} is out of order in a bundle file`);
+    }
   }
-  return value;
+
+  /** Flushes what is left; returns the sha256 of everything written, before any patch. */
+  finish(): string {
+    this.flush();
+    return this.hash.digest("hex");
+  }
+
+  private text(text: string): void {
+    // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+    if (text.length * 3 > CHUNK_BYTES - this.filled) {
+      this.flush();
+      if (text.length * 3 > CHUNK_BYTES) {
+        this.emit(Buffer.from(text, "utf8"));
+        return;
+      }
+    }
+    this.filled += this.chunk.write(text, this.filled, "utf8");
+  }
+
+  private flush(): void {
+    if (this.filled === 0) return;
+    this.emit(this.chunk.subarray(0, this.filled));
+    this.filled = 0;
+  }
+
+  private emit(bytes: Uint8Array, placeholder = false): void {
+    this.hash.update(bytes);
+    if (placeholder) this.sink.reserve(bytes);
+    else this.sink.write(bytes);
+    this.offset += bytes.byteLength;
+  }
+}
+
+/** Every file's text, in memory: for tests and small bundles; `renderBundle` is what builds use. */
+export function bundleTexts(bundle: Bundle): Map<string, string> {
+  const buffers = new Map<string, Buffer>();
+  const texts = new Map<string, string>();
+  renderBundle(
+    bundle,
+    (path) => {
+      const pieces: Buffer[] = [];
+      return {
+        write: (bytes) => void pieces.push(Buffer.from(bytes)),
+        reserve: (bytes) => void pieces.push(Buffer.from(bytes)),
+        patch: (offset, bytes) => {
+          const whole = Buffer.concat(pieces.splice(0));
+          whole.set(bytes, offset);
+          pieces.push(whole);
+        },
+        end: () => void buffers.set(path, Buffer.concat(pieces)),
+      };
+    },
+    (path, sameAs) => void buffers.set(path, buffers.get(sameAs)!),
+  );
+  for (const file of bundle.files) texts.set(file.path, buffers.get(file.path)!.toString("utf8"));
+  return texts;
 }

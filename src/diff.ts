@@ -4,7 +4,8 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { SCHEMA_VERSION, stableJson } from "./bundle.js";
+import { SCHEMA_VERSION } from "./bundle.js";
+import { stableJson } from "./parts.js";
 import { compareStrings } from "./diagnostics.js";
 import type { Mode } from "./select.js";
 

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { constants, renameSync } from "node:fs";
+import { closeSync, constants, copyFileSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
-import { GENERATOR, type StagedCopy } from "./bundle.js";
+import { GENERATOR, renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
 import { hashFile } from "./resources.js";
 
@@ -24,7 +24,7 @@ export class OutputError extends Error {
  *   between them leaves no outDir but the complete old bundle beside it; the next build puts it back first,
  *   and removes what killed builds left (see `recoverInterruptedBuild`).
  */
-export async function writeBundle(outDir: string, files: ReadonlyMap<string, string>, copies: readonly StagedCopy[], config: LoadedConfig): Promise<void> {
+export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig): Promise<void> {
   await assertSafeOutDir(outDir, config);
   await mkdir(dirname(outDir), { recursive: true });
   const unlock = await lockOutDir(outDir);
@@ -33,17 +33,7 @@ export async function writeBundle(outDir: string, files: ReadonlyMap<string, str
     await assertReplaceable(outDir);
     const staging = transientPath(outDir, "tmp");
     try {
-      // A text two files share (index.js and the module of a single agent) is encoded and written once, then
-      // copied by the kernel.
-      const written = new Map<string, string>();
-      for (const [path, text] of files) {
-        const target = join(staging, path);
-        await mkdir(dirname(target), { recursive: true });
-        const twin = written.get(text);
-        if (twin === undefined) await writeFile(target, text);
-        else await copyFile(twin, target);
-        written.set(text, target);
-      }
+      writeFiles(staging, bundle);
       await stageCopies(staging, copies);
       const retired = swapIn(staging, outDir);
       if (retired) await rm(retired, { recursive: true, force: true });
@@ -55,6 +45,115 @@ export async function writeBundle(outDir: string, files: ReadonlyMap<string, str
   }
 }
 
+/**
+ * Streams the bundle's files into `folder` (see `renderBundle`). Synchronous: the writes go to the page cache,
+ * where a call costs less than a trip through the thread pool. A file the same as another is a hard link to it.
+ */
+function writeFiles(folder: string, bundle: Bundle): void {
+  const open = new Set<number>();
+  try {
+    renderBundle(
+      bundle,
+      (path) => {
+        const target = join(folder, path);
+        mkdirSync(dirname(target), { recursive: true });
+        const fd = openSync(target, "wx");
+        open.add(fd);
+        return {
+          write: (bytes) => writeFully(fd, bytes, null),
+          reserve: (bytes) => writeFully(fd, bytes, null),
+          patch: (offset, bytes) => writeFully(fd, bytes, offset),
+          end: () => {
+            open.delete(fd);
+            closeSync(fd);
+          },
+        };
+      },
+      (path, sameAs) => {
+        const target = join(folder, path);
+        mkdirSync(dirname(target), { recursive: true });
+        try {
+          linkSync(join(folder, sameAs), target);
+        } catch {
+          copyFileSync(join(folder, sameAs), target); // a filesystem without hard links
+        }
+      },
+    );
+  } finally {
+    for (const fd of open) closeSync(fd);
+  }
+}
+
+/** `position` null: at the file's offset, which advances. */
+function writeFully(fd: number, bytes: Uint8Array, position: number | null): void {
+  for (let written = 0; written < bytes.byteLength; ) {
+    written += writeSync(fd, bytes, written, bytes.byteLength - written, position === null ? null : position + written);
+  }
+}
+
+/** A bundle file compared with the one on disk as its bytes are rendered. */
+interface Comparison {
+  state: "same" | "changed" | "missing";
+}
+
+/**
+ * Compares the bundle with the one in `outDir` without holding either whole; reads only. Returns each file's
+ * state by path. A file the same as another is compared on its own: on disk it is a file of its own.
+ */
+export function compareBundle(outDir: string, bundle: Bundle): Map<string, Comparison["state"]> {
+  const results = new Map<string, Comparison>();
+  const open = new Set<number>();
+  const partsOf = new Map(bundle.files.flatMap((file) => ("parts" in file ? [[file.path, file.parts] as const] : [])));
+  const files = bundle.files.map((file) => ("sameAs" in file ? { path: file.path, parts: partsOf.get(file.sameAs)! } : file));
+  try {
+    renderBundle(
+      { ...bundle, files },
+      (path) => {
+        const comparison: Comparison = { state: "same" };
+        results.set(path, comparison);
+        let fd: number | undefined;
+        try {
+          fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NONBLOCK);
+          if (!fstatSync(fd).isFile()) comparison.state = "changed";
+          open.add(fd);
+        } catch {
+          comparison.state = "missing";
+        }
+        let position = 0;
+        let scratch = Buffer.alloc(0);
+        /** Whether the disk holds `bytes` at `offset`. */
+        const holds = (bytes: Uint8Array, offset: number) => {
+          if (scratch.length < bytes.byteLength) scratch = Buffer.allocUnsafe(bytes.byteLength);
+          let got = 0;
+          for (let read; got < bytes.byteLength && (read = readSync(fd!, scratch, got, bytes.byteLength - got, offset + got)) > 0; ) got += read;
+          return got === bytes.byteLength && Buffer.compare(scratch.subarray(0, got), bytes) === 0;
+        };
+        return {
+          write: (bytes) => {
+            if (comparison.state === "same" && !holds(bytes, position)) comparison.state = "changed";
+            position += bytes.byteLength;
+          },
+          reserve: (bytes) => {
+            position += bytes.byteLength; // compared when patched
+          },
+          patch: (offset, bytes) => {
+            if (comparison.state === "same" && !holds(bytes, offset)) comparison.state = "changed";
+          },
+          end: () => {
+            if (fd === undefined) return;
+            if (comparison.state === "same" && fstatSync(fd).size !== position) comparison.state = "changed";
+            open.delete(fd);
+            closeSync(fd);
+          },
+        };
+      },
+      () => {},
+    );
+  } finally {
+    for (const fd of open) closeSync(fd);
+  }
+  return new Map([...results].map(([path, { state }]) => [path, state]));
+}
 /**
  * Staging → outDir, the old outDir (if any) moved aside first and returned. Synchronous, so nothing else runs
  * between the two renames: outDir is missing only for that instant, and if the second rename fails the old

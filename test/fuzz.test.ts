@@ -4,7 +4,7 @@ import { transformSync } from "esbuild";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { bundleFiles } from "../src/bundle.js";
+import { bundleOf, bundleTexts } from "../src/bundle.js";
 import { RULES, type Finding } from "../src/diagnostics.js";
 import { MAX_SKILL_FILE_BYTES, parseSkillFile } from "../src/parse.js";
 import { validateSkill } from "../src/validate.js";
@@ -263,7 +263,7 @@ describe("fuzz: the whole pipeline", () => {
             assertWellFormed(diagnostic);
             expect(diagnostic.file ?? "", "a diagnostic names a file outside the project").not.toMatch(/^\.\.(\/|$)/);
           }
-          const files = bundleFiles(result);
+          const files = bundleTexts(bundleOf(result));
           JSON.parse(files.get("manifest.json")!);
           // The generated modules must stay valid code whatever the names, descriptions and bodies hold.
           for (const [path, text] of files) {

@@ -3,7 +3,7 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { bundleFiles } from "../src/bundle.js";
+import { bundleOf, bundleTexts } from "../src/bundle.js";
 import type { Diagnostic } from "../src/diagnostics.js";
 import { MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/discover.js";
 import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -20,7 +20,7 @@ async function project(tree: Tree, config: object = { agents: { main: { skills: 
 /** check(), and everything it would show or write: diagnostics, prompts, manifest and modules as one text. */
 async function checkAll(dir: string) {
   const result = await check({ cwd: dir });
-  const output = [JSON.stringify(result.diagnostics), ...bundleFiles(result).values()].join("\n");
+  const output = [JSON.stringify(result.diagnostics), ...bundleTexts(bundleOf(result)).values()].join("\n");
   return { result, output, codes: result.diagnostics.map((diagnostic) => diagnostic.code), skills: result.agents[0]!.skills.map((skill) => skill.file) };
 }
 

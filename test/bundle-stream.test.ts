@@ -1,0 +1,136 @@
+import { createHash } from "node:crypto";
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { build } from "../src/api.js";
+import { bundleOf, bundleTexts, renderBundle, type Bundle, type Sink } from "../src/bundle.js";
+import { compareBundle } from "../src/emit.js";
+import { jsonParts, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/parts.js";
+import { skillMd, tempDir, writeTree } from "./helpers.js";
+
+/** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
+function sortedJson(value: unknown): string {
+  const sort = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(sort);
+    if (value && typeof value === "object") {
+      const sorted: Record<string, unknown> = {};
+      for (const key of Object.keys(value).sort()) Object.defineProperty(sorted, key, { value: sort((value as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
+      return sorted;
+    }
+    return value;
+  };
+  return JSON.stringify(sort(value), null, 2);
+}
+
+/** JSON values whose keys are not array indexes, which JavaScript objects list first, whatever their insertion order. */
+const key = fc.string().filter((text) => !/^(0|[1-9][0-9]*)$/.test(text));
+const jsonValue = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: "small" }, fc.constant(null), fc.boolean(), fc.double({ noNaN: true }), fc.string(), fc.array(tie("value")), fc.dictionary(key, tie("value"))),
+})).value;
+const withUndefined = fc.dictionary(key, fc.oneof(jsonValue, fc.constant(undefined)));
+
+describe("JSON in parts", () => {
+  it("writes exactly what JSON.stringify writes of the key-sorted value (manifest style)", () => {
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, withUndefined, fc.array(fc.oneof(jsonValue, fc.constant(undefined)))), (value) => {
+        expect(jsonParts(value, MANIFEST_STYLE).join("")).toBe(sortedJson(value));
+        expect(stableJson(value)).toBe(`${sortedJson(value)}\n`);
+      }),
+      { numRuns: 300, seed: 11 },
+    );
+  });
+
+  it("writes an ASCII JavaScript literal that evaluates to the same value (module style), __proto__ kept as a key", () => {
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, fc.dictionary(fc.constantFrom("__proto__", "constructor", "a", "é"), jsonValue)), (value) => {
+        const literal = jsonParts(value, MODULE_STYLE).join("");
+        expect(/^[\x00-\x7e]*$/.test(literal)).toBe(true);
+        const evaluated: unknown = new Function(`return (${literal});`)();
+        expect(JSON.stringify(evaluated)).toBe(JSON.stringify(JSON.parse(sortedJson(value))));
+      }),
+      { numRuns: 300, seed: 12 },
+    );
+  });
+
+  it("sorts keys that look like array indexes as text too", () => {
+    expect(jsonParts({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE).join("")).toBe('{"10":2,"9":3,"a":4,"b":1}');
+  });
+
+  it("leaves each slot as a part of its own, between the text around it", () => {
+    const parts = jsonParts({ b: new Slot({ body: 0, ascii: false }), a: 1, c: [new Slot({ sha256Of: "x.js" })] }, MODULE_STYLE);
+    expect(parts).toEqual(['{"a":1,"b":', { body: 0, ascii: false }, ',"c":[', { sha256Of: "x.js" }, "]}"]);
+  });
+});
+
+describe("renderBundle", () => {
+  const bundle: Bundle = {
+    bodies: ["first\n\"body\"", "sécond"],
+    files: [
+      { path: "one.js", parts: ["[", { body: 0, ascii: true }, ",", { body: 1, ascii: true }, "]"] },
+      { path: "two.js", sameAs: "one.js" },
+      { path: "only-second.json", parts: [{ body: 1, ascii: false }] },
+      { path: "manifest.json", parts: ["{", { sha256Of: "one.js" }, ":", { sha256Of: "two.js" }, ",", { body: 0, ascii: false }, "}"] },
+    ],
+  };
+
+  it("escapes bodies into every file that holds them, patches hashes in, and links twins", () => {
+    const texts = bundleTexts(bundle);
+    const one = '["first\\n\\"body\\"","s\\u00e9cond"]';
+    expect(texts.get("one.js")).toBe(one);
+    expect(texts.get("two.js")).toBe(one);
+    expect(texts.get("only-second.json")).toBe('"sécond"');
+    const hash = (text: string) => createHash("sha256").update(text).digest("hex");
+    expect(texts.get("manifest.json")).toBe(`{"${hash(one)}":"${hash(one)}","first\\n\\"body\\""}`);
+  });
+
+  it("refuses a file whose bodies are out of order, and a hash of a file that holds hashes", () => {
+    const recording = (): Sink => ({ write() {}, reserve() {}, patch() {}, end() {} });
+    expect(() => renderBundle({ bodies: ["a", "b"], files: [{ path: "x", parts: [{ body: 1, ascii: false }, { body: 0, ascii: false }] }] }, recording, () => {})).toThrow(/out of order/);
+    expect(() =>
+      renderBundle(
+        {
+          bodies: [],
+          files: [
+            { path: "a", parts: [{ sha256Of: "b" }] },
+            { path: "b", parts: [{ sha256Of: "a" }] },
+          ],
+        },
+        recording,
+        () => {},
+      ),
+    ).toThrow(/cannot be hashed/);
+  });
+});
+
+describe("the bundle on disk", () => {
+  it("is written by streaming: a single agent's module is index.js linked, and --check compares hashes and bodies in place", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Alpha things. Use for alpha.", "# Alpha\n\nNon-ASCII: é ✓ 𝄞, quotes \" and \\ backslash."),
+      "skills/beta/SKILL.md": skillMd("beta"),
+    });
+    const result = await build({ cwd: dir });
+    expect(result.written).toBe(true);
+    const out = join(dir, "dist", "skills");
+    expect((await stat(join(out, "agents", "main.js"))).ino).toBe((await stat(join(out, "index.js"))).ino);
+    const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8"));
+    expect(manifest.skills.map((skill: { body: string }) => skill.body)[0]).toBe("# Alpha\n\nNon-ASCII: é ✓ 𝄞, quotes \" and \\ backslash.");
+    const index = await readFile(join(out, "index.js"));
+    expect(index.every((byte) => byte < 0x80)).toBe(true);
+    expect(manifest.hashes.outputs["index.js"]).toBe(createHash("sha256").update(index).digest("hex"));
+
+    const fresh = bundleOf(result);
+    expect([...compareBundle(out, fresh).values()].every((state) => state === "same")).toBe(true);
+    // A hash in the manifest changed by hand: only the manifest differs.
+    const text = await readFile(join(out, "manifest.json"), "utf8");
+    const hash = manifest.hashes.outputs["prompts/main.txt"] as string;
+    await writeFile(join(out, "manifest.json"), text.replace(hash, hash.replace(/^./, (c) => (c === "0" ? "1" : "0"))));
+    expect(Object.fromEntries([...compareBundle(out, fresh)].filter(([, state]) => state !== "same"))).toEqual({ "manifest.json": "changed" });
+    // A body changed by hand in the module: the module and its linked twin differ, the manifest does not.
+    await writeFile(join(out, "manifest.json"), text);
+    await writeFile(join(out, "index.js"), (await readFile(join(out, "index.js"), "utf8")).replace("backslash.", "backslash!"));
+    expect(Object.fromEntries([...compareBundle(out, fresh)].filter(([, state]) => state !== "same"))).toEqual({ "agents/main.js": "changed", "index.js": "changed" });
+  });
+});
