@@ -287,7 +287,7 @@ function escapeFinding(file: string, target: string, display: (path: string) => 
   return {
     code: "symlink-escape",
     file,
-    message: `the link ${file} resolves outside its root (to ${display(target)}); it is not followed`,
+    message: `the link ${file} resolves outside its root (to ${display(target) || "."}); it is not followed`,
     hint: "Copy the skill into the root, or add the link's target as a source of its own in the config.",
   };
 }

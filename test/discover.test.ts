@@ -69,6 +69,8 @@ describe("discoverRoot", () => {
       ["symlink-escape", "root/leak"],
       ["symlink-escape", "root/up"],
     ]);
+    // A link to the config folder itself names it ".", not an empty string.
+    expect(listing.findings[1]!.message).toBe("the link root/up resolves outside its root (to .); it is not followed");
   });
 
   it("accepts a root that is itself a skill, or itself a link", async () => {
