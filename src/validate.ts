@@ -83,6 +83,14 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
       `${descriptionField ? "`description` is blank" : "no `description` in the frontmatter"}; using the body's first paragraph (${fallback.length} characters)`,
       "Write a `description:` saying what the skill does and when to use it; a first paragraph rarely says when.",
     );
+    if (description.length > MAX_DESCRIPTION_LENGTH) {
+      report(
+        "description-too-long",
+        descriptionField?.keyAt ?? top,
+        `the description taken from the body's first paragraph is ${description.length} characters, over ${MAX_DESCRIPTION_LENGTH}`,
+        "Write a shorter `description:`, or shorten the body's first paragraph.",
+      );
+    }
   } else if (isBlank) {
     skip = true;
     const lookalike = parsed.fields.find((field) => field.key !== "description" && field.key.trim().toLowerCase() === "description");

@@ -211,6 +211,13 @@ describe("3. description fallback", () => {
     expect(built.module.getSkill("main", "notes").description).toBe("Keeps meeting notes tidy. Use when notes pile up.");
   });
 
+  it("a first paragraph over 1024 characters is description-too-long, as a written description would be", async () => {
+    const long = `${"Keeps notes. ".repeat(90).trim()}`;
+    const built = await build({ "skills/notes/SKILL.md": `---\nname: notes\n---\n${long}\n\nSecond paragraph.\n` }, { descriptionFallback: "first-paragraph", agents: { main: { skills: [{ root: "skills" }] } } });
+    expect(codes(built, "description-too-long")).toMatchObject([{ severity: "warn", file: "skills/notes/SKILL.md", message: `the description taken from the body's first paragraph is ${long.length} characters, over 1024` }]);
+    expect(built.module.getSkill("main", "notes").description).toBe(long);
+  });
+
   it("without it, a missing description stays a description-missing error and nothing is written", async () => {
     const built = await attempt(tree, { agents: { main: { skills: [{ root: "skills" }] } } });
     expect(built.run.code).toBe(1);
