@@ -174,7 +174,11 @@ function isSkillRecord(value: SkillRecord): boolean {
     Array.isArray(value.findings) &&
     value.findings.every((finding) => typeof finding?.message === "string" && Object.hasOwn(RULES, finding.code)) &&
     (content === undefined ||
-      (typeof content.name === "string" && typeof content.description === "string" && isObject(content.fields) && isObject(content.extra)))
+      (typeof content.name === "string" &&
+        typeof content.description === "string" &&
+        Number.isInteger(content.bodyLine) &&
+        isObject(content.fields) &&
+        isObject(content.extra)))
   );
 }
 

@@ -9,7 +9,7 @@ import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type SkillFields } from "./model.js";
 import { parseSkillFile } from "./parse.js";
-import { locate, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
+import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type Mode, type RootSkill, type SelectedSkill } from "./select.js";
 import { suggestName, validateSkill } from "./validate.js";
@@ -107,11 +107,13 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       findings.push({ ...read, file: displayFile });
       return;
     }
-    const { bytes } = read;
+    const { bytes, stats } = read;
+    const size = Number(stats.size);
     const hash = createHash("sha256").update(bytes).digest("hex");
-    skillFileHashes.set(file, { size: bytes.byteLength, sha256: hash });
-    const validate = () => validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover"), { descriptionFallback: config.descriptionFallback });
-    const { content, findings: skillFindings } = options.cache ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
+    skillFileHashes.set(file, { size, sha256: hash });
+    const validate = () => validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback });
+    // A file over the size limit is read only in part, so its hash cannot tell that it changed.
+    const { content, findings: skillFindings } = options.cache && size === bytes.byteLength ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
     findings.push(...skillFindings);
     if (content) validByFile.set(file, { ...content, file, displayFile, hash });
   };
@@ -162,16 +164,15 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     });
     const context = contexts[index]!;
     const format = agent.format ?? config.format;
-    const render: (skills: readonly AgentSkill[], context: string) => string =
+    const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => ({ ...skill, hidden: isHidden(skill) }));
+    const render: { catalogue(skills: readonly AgentSkill[]): number; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
       typeof format === "string"
-        ? (skills, text) => renderPrompt(format, skills.map((skill) => ({ ...skill, hidden: isHidden(skill) })), text)
-        : (skills, text) => callFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }), context: text, skills: skills.map((skill) => formatSkill(skill)) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
-    const catalogueOf = (skills: readonly AgentSkill[]) => render(skills.filter((skill) => skill.mode === "available"), "").length;
-
+        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)).length, prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
+        : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
     let skills = all;
     let budget: CompiledAgent["budget"];
     if (agent.budget !== undefined) {
-      const { kept, dropped, before, after } = applyBudget(all, agent.budget, catalogueOf);
+      const { kept, dropped, before, after } = applyBudget(all, agent.budget, render.catalogue);
       skills = kept;
       budget = { limit: agent.budget, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
       if (dropped.length > 0) {
@@ -186,14 +187,15 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
         });
       }
     }
+    const { prompt, catalogueCharacters } = render.prompt(skills, context.text);
     return {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       format: typeof format === "string" ? format : "function",
       skills,
       context,
-      prompt: render(skills, context.text),
-      catalogueCharacters: catalogueOf(skills),
+      prompt,
+      catalogueCharacters,
       ...(budget ? { budget } : {}),
     };
   });
@@ -233,6 +235,13 @@ function applyBudget(skills: readonly AgentSkill[], limit: number, catalogueOf: 
 function formatSkill(skill: AgentSkill): FormatContext["skills"][number] {
   const { name, description, location, baseDir, body, mode, source, file, fields, extra } = skill;
   return { name, description, location, baseDir, body, mode, hidden: isHidden(skill), source, file, fields, extra };
+}
+
+/** A format function writes whole prompts: its catalogue is what it writes for the available skills alone. */
+function functionFormat(format: FormatFunction, agent: Pick<FormatContext, "agent" | "description">, setting: string, configFile: string) {
+  const call = (skills: readonly AgentSkill[], context: string) => callFormat(format, { ...agent, context, skills: skills.map(formatSkill) }, setting, configFile);
+  const catalogue = (skills: readonly AgentSkill[]) => call(skills.filter((skill) => skill.mode === "available"), "").length;
+  return { catalogue, prompt: (skills: readonly AgentSkill[], context: string) => ({ prompt: call(skills, context), catalogueCharacters: catalogue(skills) }) };
 }
 
 /** Runs a config's format function on a copy of the agent, so it cannot change what the bundle records. */

@@ -294,9 +294,13 @@ function escapeFinding(file: string, target: string, display: (path: string) => 
 
 /** SKILL.md's bytes, and the file's identity and times, which tell the cache whether it changed. */
 export interface SkillBytes {
+  /** A view of a buffer every call reuses: valid until the next call. */
   bytes: Uint8Array;
   stats: BigIntStats;
 }
+
+/** Where `readSkillBytes` reads: one buffer for every file, as reads are synchronous and used at once. */
+const READ_BUFFER = Buffer.allocUnsafe(MAX_SKILL_FILE_BYTES + 1);
 
 /**
  * Reads at most one byte past the size limit: parsing reports a larger file without it ever being loaded whole.
@@ -308,14 +312,13 @@ export function readSkillBytes(file: string): SkillBytes | Finding {
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
     const stats = fstatSync(fd, { bigint: true });
     if (!stats.isFile()) throw Object.assign(new Error("is not a regular file"), { code: "EISDIR" });
-    const buffer = Buffer.allocUnsafe(Math.min(Number(stats.size), MAX_SKILL_FILE_BYTES) + 1);
     let length = 0;
-    while (length < buffer.length) {
-      const bytesRead = readSync(fd, buffer, length, buffer.length - length, length);
+    while (length < READ_BUFFER.length) {
+      const bytesRead = readSync(fd, READ_BUFFER, length, READ_BUFFER.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    return { bytes: buffer.subarray(0, length), stats };
+    return { bytes: READ_BUFFER.subarray(0, length), stats };
   } catch (error) {
     return { code: "path-unreadable", file, message: `SKILL.md ${describePathError(file, error, "cannot be read")}; the skill is left out` };
   } finally {

@@ -38,17 +38,18 @@ export interface ParsedSkillFile {
 
 /**
  * SKILL.md bytes → frontmatter fields and body (SPEC §3). Pure: `file` is only used to label findings.
- * `recover` reads top-level `name:` and `description:` leniently where the YAML fails.
+ * `recover` reads top-level `name:` and `description:` leniently where the YAML fails. `size`: the file's size,
+ * when `bytes` holds only as much of a large file as it takes to tell that it is over the limit.
  */
-export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean): ParsedSkillFile {
+export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean, size = bytes.byteLength): ParsedSkillFile {
   const failed = (finding: Omit<Finding, "file">): ParsedSkillFile => ({ findings: [{ file, ...finding }], body: "", bodyLine: 1 });
 
-  if (bytes.byteLength > MAX_SKILL_FILE_BYTES) {
+  if (size > MAX_SKILL_FILE_BYTES) {
     return failed({
       code: "file-too-large",
       line: 1,
       column: 1,
-      message: `SKILL.md is ${formatBytes(bytes.byteLength)}, over the 1 MiB limit`,
+      message: `SKILL.md is ${formatBytes(size)}, over the 1 MiB limit`,
       hint: "Move long material into references/ files that the skill links to.",
     });
   }
@@ -479,6 +480,8 @@ function recoverFields(yamlLines: string[]): FrontmatterField[] | undefined {
   return fields.length > 0 ? fields : undefined;
 }
 
+/** In MiB, or in bytes where rounding would hide that a size is over 1 MiB. */
 function formatBytes(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  const mib = (bytes / (1024 * 1024)).toFixed(1);
+  return mib === "1.0" && bytes > 1024 * 1024 ? `${bytes.toLocaleString("en-US")} bytes` : `${mib} MiB`;
 }

@@ -60,13 +60,18 @@ export function locate(absoluteFile: string, displayFile: string, setting: Locat
 
 /**
  * The agent's prompt: its context, the catalogue of available skills, then each inline skill, separated by one
- * blank line; a part that is empty is left out.
+ * blank line; a part that is empty is left out. `catalogueCharacters`: the catalogue's own length, which is
+ * what a budget limits.
  */
-export function renderPrompt(format: FormatName, skills: readonly PromptSkill[], context = ""): string {
-  const render = FORMATS[format];
-  const catalogue = render.catalogue(skills.filter((skill) => skill.mode === "available" && !skill.hidden));
-  const blocks = skills.filter((skill) => skill.mode === "inline").map(render.inline);
-  return [context, catalogue, ...blocks].filter((part) => part !== "").join("\n\n");
+export function renderPrompt(format: FormatName, skills: readonly PromptSkill[], context = ""): { prompt: string; catalogueCharacters: number } {
+  const catalogue = renderCatalogue(format, skills);
+  const blocks = skills.filter((skill) => skill.mode === "inline").map(FORMATS[format].inline);
+  return { prompt: [context, catalogue, ...blocks].filter((part) => part !== "").join("\n\n"), catalogueCharacters: catalogue.length };
+}
+
+/** The catalogue of the available skills a model may invoke; "" when there is none. */
+export function renderCatalogue(format: FormatName, skills: readonly PromptSkill[]): string {
+  return FORMATS[format].catalogue(skills.filter((skill) => skill.mode === "available" && !skill.hidden));
 }
 
 /** One skill's inline block, as an agent's prompt holds it and as `/skill:` expands it. */

@@ -2,7 +2,7 @@ import picomatch from "picomatch";
 import type { AgentConfig, SourceConfig } from "./config.js";
 import { compareStrings, type Finding } from "./diagnostics.js";
 import { comparePaths } from "./discover.js";
-import type { SkillContent } from "./validate.js";
+import { findSkillTag, type SkillContent } from "./validate.js";
 
 /** A valid skill as found in one root. */
 export interface RootSkill extends SkillContent {
@@ -124,8 +124,9 @@ export function selectAgent(
 
   // Only an inlined body stands inside a `<skill>` element: the same text in an available skill's file is harmless.
   for (const { skill, mode } of selected) {
-    if (mode !== "inline" || !skill.skillTag) continue;
-    const { text, line, column } = skill.skillTag;
+    const skillTag = mode === "inline" ? findSkillTag(skill.body, skill.bodyLine) : undefined;
+    if (!skillTag) continue;
+    const { text, line, column } = skillTag;
     findings.push({
       code: "body-closes-tag",
       file: skill.displayFile,

@@ -21,11 +21,8 @@ export interface SkillContent {
   /** Fields outside the model, and known fields whose value was invalid: nothing is dropped. */
   extra: Record<string, unknown>;
   body: string;
-  /**
-   * The body's first `</skill>` or `<skill name=`, where it stands in SKILL.md: inlined into a `<skill>` element,
-   * it would end the element early or forge another. Selection reports it for inline skills (`body-closes-tag`).
-   */
-  skillTag?: { text: string; line: number; column: number };
+  /** Line in SKILL.md where the body starts: where `findSkillTag` places what it finds. */
+  bodyLine: number;
 }
 
 export interface ValidateOptions {
@@ -165,14 +162,20 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     }
   }
 
-  const bodyLines = parsed.body === "" ? 0 : parsed.body.split("\n").length;
+  const bodyLines = parsed.body === "" ? 0 : countLines(parsed.body);
   if (bodyLines > MAX_BODY_LINES) {
     report("body-too-long", { line: parsed.bodyLine, column: 1 }, `the body is ${bodyLines} lines, over ${MAX_BODY_LINES}`, "Move detail into references/ files the body links to; agents load them when needed.");
   }
 
   if (skip) return { findings };
-  const skillTag = findSkillTag(parsed.body, parsed.bodyLine);
-  return { findings, content: { name, description, fields, extra, body: parsed.body, ...(skillTag ? { skillTag } : {}) } };
+  return { findings, content: { name, description, fields, extra, body: parsed.body, bodyLine: parsed.bodyLine } };
+}
+
+/** Lines of a text, counted without splitting it: bodies are most of a catalogue's bytes. */
+function countLines(text: string): number {
+  let lines = 1;
+  for (let newline = text.indexOf("\n"); newline >= 0; newline = text.indexOf("\n", newline + 1)) lines++;
+  return lines;
 }
 
 /**
@@ -188,8 +191,11 @@ function describeHidden(char: string): string {
   return `${kind} (U+${code.toString(16).toUpperCase().padStart(4, "0")})`;
 }
 
-/** `</skill>` or `<skill name=` in the body (any case, any spacing), with its SKILL.md line and column. */
-function findSkillTag(body: string, bodyLine: number): SkillContent["skillTag"] {
+/**
+ * The body's first `</skill>` or `<skill name=` (any case, any spacing), with its SKILL.md line and column:
+ * inlined into a `<skill>` element, it would end the element early or forge another (`body-closes-tag`).
+ */
+export function findSkillTag(body: string, bodyLine: number): { text: string; line: number; column: number } | undefined {
   const match = /<\/\s*skill\s*>|<skill\s+name\s*=/i.exec(body);
   if (!match) return undefined;
   const before = body.slice(0, match.index);

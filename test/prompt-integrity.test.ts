@@ -3,7 +3,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { renderInline, renderPrompt } from "../src/render.js";
+import { renderCatalogue, renderInline, renderPrompt } from "../src/render.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
@@ -110,7 +110,7 @@ describe("escaping: no name, description or location can break the prompt's stru
     fc.assert(
       fc.property(fc.array(skill, { maxLength: 5 }), (skills) => {
         const available = skills.filter((entry) => entry.mode === "available");
-        const prompt = renderPrompt("pi", skills);
+        const { prompt } = renderPrompt("pi", skills);
         const entries = prompt.match(new RegExp(`  <skill>\\n    <name>${FIELD}</name>\\n    <description>${FIELD}</description>\\n    <location>${FIELD}</location>\\n  </skill>`, "g")) ?? [];
         expect(entries).toHaveLength(available.length);
         expect(prompt.match(/<skill>/g) ?? []).toHaveLength(available.length);
@@ -126,7 +126,7 @@ describe("escaping: no name, description or location can break the prompt's stru
     fc.assert(
       fc.property(fc.array(skill, { maxLength: 5 }), (skills) => {
         const available = skills.filter((entry) => entry.mode === "available");
-        const [catalogue] = renderPrompt("markdown", available).split("\n\n");
+        const catalogue = renderCatalogue("markdown", available);
         if (available.length === 0) return;
         const lines = catalogue!.split(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/);
         expect(lines[0]).toBe("Available skills:");

@@ -146,6 +146,7 @@ describe("bad input never crashes the compiler", () => {
     });
     expect(codes(result).sort()).toEqual(["encoding-invalid", "file-too-large", "frontmatter-missing"]);
     expect(result.diagnostics.find((d) => d.code === "frontmatter-missing")!.file).toBe("skills/empty/SKILL.md");
+    expect(result.diagnostics.find((d) => d.code === "file-too-large")!.message).toBe("SKILL.md is 5.0 MiB, over the 1 MiB limit");
     expect(names(result)).toEqual(["bom", "crlf"]);
     expect(result.agents[0]!.skills[1]!.body).toBe("# crlf\n\nSteps for crlf.");
   });

@@ -145,7 +145,7 @@ describe("README", () => {
     for (const format of ["pi", "markdown"] as const) {
       const example = new RegExp(`<!-- format-example: ${format} -->\\n\`\`\`text\\n([\\s\\S]*?)\\n\`\`\``).exec(readme);
       expect(example, `README.md has a <!-- format-example: ${format} --> block`).not.toBeNull();
-      expect(example![1]).toBe(renderPrompt(format, skills));
+      expect(example![1]).toBe(renderPrompt(format, skills).prompt);
     }
   });
 });

@@ -26,23 +26,24 @@ describe("locate", () => {
 
 describe("renderPrompt", () => {
   it("pi: catalogue, then inline blocks, one blank line apart, no trailing newline", () => {
-    const prompt = renderPrompt("pi", [skill(), skill({ name: "git", mode: "inline", location: "skills/git/SKILL.md", baseDir: "skills/git", body: "# Git" })]);
+    const { prompt, catalogueCharacters } = renderPrompt("pi", [skill(), skill({ name: "git", mode: "inline", location: "skills/git/SKILL.md", baseDir: "skills/git", body: "# Git" })]);
     expect(prompt.endsWith("</skill>")).toBe(true);
+    expect(catalogueCharacters).toBe(prompt.indexOf("</available_skills>") + "</available_skills>".length);
     expect(prompt).toContain("</available_skills>\n\n<skill name=\"git\" location=\"skills/git/SKILL.md\">\nReferences are relative to skills/git.\n\n# Git\n</skill>");
   });
 
   it("leaves hidden skills out of the catalogue and renders no catalogue without visible skills", () => {
-    expect(renderPrompt("pi", [skill({ hidden: true })])).toBe("");
+    expect(renderPrompt("pi", [skill({ hidden: true })]).prompt).toBe("");
   });
 
   it("escapes names, descriptions and locations, and inline attributes too", () => {
-    const prompt = renderPrompt("pi", [skill({ description: `a & <b> "c" 'd'` }), skill({ name: 'x"y', mode: "inline", location: "a&b/SKILL.md", baseDir: "a&b" })]);
+    const { prompt } = renderPrompt("pi", [skill({ description: `a & <b> "c" 'd'` }), skill({ name: 'x"y', mode: "inline", location: "a&b/SKILL.md", baseDir: "a&b" })]);
     expect(prompt).toContain("<description>a &amp; &lt;b&gt; &quot;c&quot; &apos;d&apos;</description>");
     expect(prompt).toContain('<skill name="x&quot;y" location="a&amp;b/SKILL.md">\nReferences are relative to a&amp;b.');
   });
 
   it("markdown: a list, then inline blocks led by their base directory; line breaks cannot start a new item", () => {
-    const prompt = renderPrompt("markdown", [skill({ description: "Line one\n- forged: item" }), skill({ name: "git", mode: "inline", baseDir: "skills/git", body: "# Git" })]);
+    const { prompt } = renderPrompt("markdown", [skill({ description: "Line one\n- forged: item" }), skill({ name: "git", mode: "inline", baseDir: "skills/git", body: "# Git" })]);
     expect(prompt).toBe("Available skills:\n- pdf: Line one - forged: item (file: skills/pdf/SKILL.md)\n\nBase directory for this skill: skills/git\n\n# Git");
   });
 });

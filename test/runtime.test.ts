@@ -143,7 +143,7 @@ describe("renderSkill agrees with the prompt's inline blocks (src/render.ts)", (
       const runtime = createRuntime({ main: { format, prompt: "", modelInvocable: [] } }, () => ({ files: [tricky], agents: { main: [{ file: 0, mode: "inline", source: 0 }] } }));
       const promptSkill: PromptSkill = { ...tricky, mode: "inline", hidden: false };
       expect(runtime.renderSkill("main", "x&y")).toBe(renderInline(format, promptSkill));
-      expect(runtime.renderSkill("main", "x&y")).toBe(renderPrompt(format, [promptSkill]));
+      expect(runtime.renderSkill("main", "x&y")).toBe(renderPrompt(format, [promptSkill]).prompt);
       expect(runtime.renderSkill("main", "x&y", "a b")).toBe(renderInline(format, { ...promptSkill, body: `${tricky.body}\n\nARGUMENTS: a b` }));
     });
   }
