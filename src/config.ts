@@ -116,8 +116,16 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   const file = path ? resolve(cwd, path) : CONFIG_FILE_NAMES.map((name) => join(cwd, name)).find((candidate) => existsSync(candidate));
   if (!file) throw new ConfigError(cwd, `no config found (looked for ${CONFIG_FILE_NAMES.join(", ")}); run \`skills init\` to create one`);
   if (!existsSync(file)) throw new ConfigError(file, "the config file does not exist");
-  const { value, inputs, exportAt } = await importConfigFile(file);
-  const parsed = configSchema.safeParse(value);
+  const { value, inputs, exportAt, code } = await importConfigFile(file);
+  let parsed: ReturnType<typeof configSchema.safeParse>;
+  try {
+    // Validation reads the export: a getter or a proxy trap in it runs here, and may throw.
+    parsed = configSchema.safeParse(value);
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+    const where = (code ? await failureLocation(error, code) : undefined) ?? exportAt ?? file;
+    throw new ConfigError(where, `the config failed to load: ${message}`);
+  }
   if (!parsed.success) {
     const [first] = parsed.error.issues;
     if (first?.code === "invalid_type" && first.path.length === 0) {
@@ -134,6 +142,8 @@ interface ImportedConfig {
   inputs: string[];
   /** `file:line:col` of the default export (of the JSON text), for an export of the wrong shape. */
   exportAt?: string;
+  /** The code that ran, to point a failure while validating the export (a throwing getter) at its line. */
+  code?: ConfigCode;
 }
 
 async function importConfigFile(file: string): Promise<ImportedConfig> {
@@ -147,7 +157,7 @@ async function importConfigFile(file: string): Promise<ImportedConfig> {
   }
   if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file);
   const code: ConfigCode = { module: file, sources: [{ path: file, text: await readFile(file, "utf8") }] };
-  return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`, code), inputs: [file], exportAt: exportLocation(file, code) };
+  return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`, code), inputs: [file], exportAt: exportLocation(file, code), code };
 }
 
 /**
@@ -186,7 +196,7 @@ async function importTypeScript(file: string): Promise<ImportedConfig> {
   const configCode = typeScriptCode(temporary, code);
   await writeFile(temporary, code);
   try {
-    return { value: await evaluate(file, pathToFileURL(temporary).href, configCode), inputs, exportAt: exportLocation(file, configCode) };
+    return { value: await evaluate(file, pathToFileURL(temporary).href, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
   } finally {
     await unlink(temporary).catch(() => {});
   }

@@ -42,6 +42,11 @@ describe("a config that throws: exit 2 naming the file and line that threw", () 
     expect(message).toBe(`skills: ${join(dir, "skills.config.mjs")}:2:15: the config failed to load: Unexpected token ';'`);
   });
 
+  it("a default export whose getter throws while the config is validated", async () => {
+    const { dir, message } = await failingConfig("skills.config.ts", `export default {\n  get agents() { throw new Error("getter boom"); },\n};\n`);
+    expect(message).toBe(`skills: ${join(dir, "skills.config.ts")}:2:24: the config failed to load: getter boom`);
+  });
+
   it("a default export that is a rejected promise", async () => {
     const { dir, message } = await failingConfig("skills.config.ts", `// the config comes from elsewhere\nexport default Promise.reject(new Error("offline"));\n`);
     expect(message).toBe(`skills: ${join(dir, "skills.config.ts")}:2:31: the config failed to load: offline`);
