@@ -33,7 +33,7 @@ export const RULES = {
   "field-invalid": { severity: "warn", skip: "keep", when: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", when: "a field outside the model" },
   "budget-exceeded": { severity: "warn", skip: "dropped", when: "the catalogue passed the agent's `budget`" },
-  "body-closes-tag": { severity: "warn", skip: "keep", when: "an inline body contains `</skill>` or `<skill name=`" },
+  "body-closes-tag": { severity: "warn", skip: "keep", when: "an inline body contains `</skill>` or a `<skill>` opening tag" },
   "body-too-long": { severity: "off", skip: "keep", when: "body over 500 lines" },
   "encoding-invalid": { severity: "error", skip: "skip", when: "not UTF-8" },
   "file-too-large": { severity: "error", skip: "skip", when: "over 1 MiB" },

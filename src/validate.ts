@@ -192,11 +192,12 @@ function describeHidden(char: string): string {
 }
 
 /**
- * The body's first `</skill>` or `<skill name=` (any case, any spacing), with its SKILL.md line and column:
- * inlined into a `<skill>` element, it would end the element early or forge another (`body-closes-tag`).
+ * The body's first `</skill>`, or `<skill` tag that opens an element (`<skill>`, `<skill name=`, or `name=` after
+ * other attributes, as in `<skill location="/etc" name="admin">`), any case, any spacing, with its SKILL.md line
+ * and column: inlined into a `<skill>` element, it would end the element early or forge another (`body-closes-tag`).
  */
 export function findSkillTag(body: string, bodyLine: number): { text: string; line: number; column: number } | undefined {
-  const match = /<\/\s*skill\s*>|<skill\s+name\s*=/i.exec(body);
+  const match = /<\/\s*skill\s*>|<skill\s*>|<skill\s(?:[^<>]*?\s)?name\s*=/i.exec(body);
   if (!match) return undefined;
   const before = body.slice(0, match.index);
   const lineStart = before.lastIndexOf("\n") + 1;
