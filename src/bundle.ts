@@ -4,7 +4,7 @@ import type { Compilation } from "./compile.js";
 import { compareStrings } from "./diagnostics.js";
 import type { Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
-import { asciiOnly, jsonParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type Part } from "./parts.js";
+import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type Part } from "./parts.js";
 import { summarizeStructure } from "./resources.js";
 
 export const SCHEMA_VERSION = 1;
@@ -56,19 +56,20 @@ export function bundleOf(compilation: Compilation): Bundle {
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,
+    // Keys in sorted order, as the manifest has them: written without a sorted copy.
     skills: ordered.map((skill, index) => ({
-      name: skill.name,
-      description: skill.description,
-      file: skill.file,
-      location: skill.location,
       baseDir: skill.baseDir,
-      hash: skill.hash,
-      fields: skill.fields,
-      extra: skill.extra,
       body: new Slot({ body: index, ascii: false }),
+      description: skill.description,
+      extra: skill.extra,
+      fields: skill.fields,
+      file: skill.file,
       files: skill.files,
-      structure: summarizeStructure(skill.files),
+      hash: skill.hash,
+      location: skill.location,
+      name: skill.name,
       ...(skill.staged ? { staged: skill.staged } : {}),
+      structure: summarizeStructure(skill.files),
     })),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
@@ -147,7 +148,7 @@ export function renderBundle(bundle: Bundle, open: (path: string) => Sink, same:
   }
   const escaped: { json?: string; ascii?: string } = {};
   const bodyText = (part: BodyPart) => {
-    escaped.json ??= JSON.stringify(bundle.bodies[part.body]);
+    escaped.json ??= jsonString(bundle.bodies[part.body]!);
     return part.ascii ? (escaped.ascii ??= asciiOnly(escaped.json)) : escaped.json;
   };
   for (let body = 0; body < bundle.bodies.length; body++) {

@@ -338,7 +338,7 @@ function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string
       const path = join(sourceDir, file.path);
       try {
         const { size, sha256 } = known.get(path) ?? hashFile(path);
-        files[index] = { path: file.path, size, sha256 };
+        files[index] = { path: file.path, sha256, size }; // keys in the manifest's (sorted) order: written without a copy
       } catch (error) {
         unreadable.add(path);
         findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });

@@ -40,13 +40,13 @@ export interface SkillStructure {
 }
 
 export function summarizeStructure(files: readonly SkillFile[]): SkillStructure {
-  const structure: SkillStructure = { files: 0, bytes: 0, folders: {} };
+  const structure: SkillStructure = { bytes: 0, files: 0, folders: {} };
   for (const file of files) {
     structure.files++;
     structure.bytes += file.size;
     const slash = file.path.indexOf("/");
     if (slash < 0) continue;
-    const folder = (structure.folders[file.path.slice(0, slash)] ??= { files: 0, bytes: 0 });
+    const folder = (structure.folders[file.path.slice(0, slash)] ??= { bytes: 0, files: 0 });
     folder.files++;
     folder.bytes += file.size;
   }

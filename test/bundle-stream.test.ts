@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
 import { bundleOf, bundleTexts, renderBundle, type Bundle, type Sink } from "../src/bundle.js";
 import { compareBundle } from "../src/emit.js";
-import { jsonParts, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/parts.js";
+import { jsonParts, jsonString, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -23,12 +23,8 @@ function sortedJson(value: unknown): string {
   return JSON.stringify(sort(value), null, 2);
 }
 
-/** JSON values whose keys are not array indexes, which JavaScript objects list first, whatever their insertion order. */
-const key = fc.string().filter((text) => !/^(0|[1-9][0-9]*)$/.test(text));
-const jsonValue = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small" }, fc.constant(null), fc.boolean(), fc.double({ noNaN: true }), fc.string(), fc.array(tie("value")), fc.dictionary(key, tie("value"))),
-})).value;
-const withUndefined = fc.dictionary(key, fc.oneof(jsonValue, fc.constant(undefined)));
+const jsonValue = fc.jsonValue({ maxDepth: 4 });
+const withUndefined = fc.dictionary(fc.string(), fc.oneof(jsonValue, fc.constant(undefined)));
 
 describe("JSON in parts", () => {
   it("writes exactly what JSON.stringify writes of the key-sorted value (manifest style)", () => {
@@ -53,8 +49,23 @@ describe("JSON in parts", () => {
     );
   });
 
-  it("sorts keys that look like array indexes as text too", () => {
-    expect(jsonParts({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE).join("")).toBe('{"10":2,"9":3,"a":4,"b":1}');
+  it("orders keys as JavaScript objects do: array-index keys first, in numeric order, then the rest sorted", () => {
+    expect(jsonParts({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE).join("")).toBe('{"9":3,"10":2,"a":4,"b":1}');
+  });
+
+  it("jsonString is JSON.stringify of any text, line breaks, quotes, control characters and lone surrogates included", () => {
+    const text = fc.string({ unit: fc.oneof(fc.constantFrom("\n", '"', "\\", "\t", "\r", "\u0000", "\u001f", "\u2028", "\ud800", "\udc00", "é", "😀", "a"), fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code))) });
+    fc.assert(
+      fc.property(text, (value) => {
+        expect(jsonString(value)).toBe(JSON.stringify(value));
+      }),
+      { numRuns: 2000, seed: 13 },
+    );
+  });
+
+  it("cannot be fooled by a value that looks like a slot's marker", () => {
+    const forged = { a: "\u0000", b: new Slot({ body: 0, ascii: false }), c: "\u0000x:0" };
+    expect(jsonParts(forged, MANIFEST_STYLE)).toEqual(['{\n  "a": "\\u0000",\n  "b": ', { body: 0, ascii: false }, ',\n  "c": "\\u0000x:0"\n}']);
   });
 
   it("leaves each slot as a part of its own, between the text around it", () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { renderInline, renderPrompt, type PromptSkill } from "../src/render.js";
-import { applyArguments, createRuntime, splitShellWords, type SkillFile } from "../src/runtime/helpers.js";
+import { applyArguments, createRuntime, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
 
 describe("splitShellWords", () => {
   it.each([
@@ -73,23 +73,24 @@ const file = (name: string, overrides: Partial<SkillFile> = {}): SkillFile => ({
   ...overrides,
 });
 
+/** A skill table of whole files: bodies go into their own list, as the modules hold them. */
+const tableOf = (files: SkillFile[], agents: SkillTable["agents"]): SkillTable => ({ files: files.map(({ body: _body, ...rest }) => rest), bodies: files.map((entry) => entry.body), agents });
+
 describe("createRuntime", () => {
   const runtime = createRuntime(
     {
       main: { format: "pi", prompt: "PROMPT", modelInvocable: ["a"] },
       quiet: { format: "markdown", prompt: "", modelInvocable: [] },
     },
-    () => ({
-      files: [file("a"), file("b", { fields: { "disable-model-invocation": true, "user-invocable": false } }), file("a", { file: "other/a/SKILL.md", body: "# second a" })],
-      agents: {
+    () =>
+      tableOf([file("a"), file("b", { fields: { "disable-model-invocation": true, "user-invocable": false } }), file("a", { file: "other/a/SKILL.md", body: "# second a" })], {
         main: [
           { file: 0, mode: "available", source: 0 },
           { file: 1, mode: "inline", source: 0 },
           { file: 2, mode: "available", source: 1 },
         ],
         quiet: [],
-      },
-    }),
+      }),
   );
 
   it("getSkill returns the first of a name listed by several sources", () => {
@@ -115,10 +116,12 @@ describe("createRuntime", () => {
 
   it("cuts long name lists in errors", () => {
     const names = Array.from({ length: 60 }, (_, index) => `s${index}`);
-    const big = createRuntime({ big: { format: "pi", prompt: "", modelInvocable: names } }, () => ({
-      files: names.map((name) => file(name)),
-      agents: { big: names.map((_, index) => ({ file: index, mode: "available" as const, source: 0 })) },
-    }));
+    const big = createRuntime({ big: { format: "pi", prompt: "", modelInvocable: names } }, () =>
+      tableOf(
+        names.map((name) => file(name)),
+        { big: names.map((_, index) => ({ file: index, mode: "available" as const, source: 0 })) },
+      ),
+    );
     expect(() => big.getSkill("big", "x")).toThrow(/s48, s49 … \(10 more\)\.$/);
   });
 
@@ -126,7 +129,7 @@ describe("createRuntime", () => {
     let calls = 0;
     const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: ["a"] } }, () => {
       calls++;
-      return { files: [file("a")], agents: { main: [{ file: 0, mode: "available", source: 0 }] } };
+      return tableOf([file("a")], { main: [{ file: 0, mode: "available", source: 0 }] });
     });
     expect([lazy.getPrompt("main"), lazy.skillTool("main")?.name, lazy.agents.main!.prompt, calls]).toEqual(["P", "use_skill", "P", 0]);
     lazy.getSkill("main", "a");
@@ -140,7 +143,7 @@ describe("renderSkill agrees with the prompt's inline blocks (src/render.ts)", (
   const tricky = file("x&y", { location: `/srv/a "b"/<c>/SKILL.md`, baseDir: "/srv/a 'b'\n/<c>", body: "Body with </skill> & $HOME" });
   for (const format of ["pi", "markdown"] as const) {
     it(`${format}: with no arguments, renderSkill is the block the prompt holds`, () => {
-      const runtime = createRuntime({ main: { format, prompt: "", modelInvocable: [] } }, () => ({ files: [tricky], agents: { main: [{ file: 0, mode: "inline", source: 0 }] } }));
+      const runtime = createRuntime({ main: { format, prompt: "", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, mode: "inline", source: 0 }] }));
       const promptSkill: PromptSkill = { ...tricky, mode: "inline", hidden: false };
       expect(runtime.renderSkill("main", "x&y")).toBe(renderInline(format, promptSkill));
       expect(runtime.renderSkill("main", "x&y")).toBe(renderPrompt(format, [promptSkill]).prompt);
@@ -149,7 +152,7 @@ describe("renderSkill agrees with the prompt's inline blocks (src/render.ts)", (
   }
 
   it("an agent with a format function renders pi blocks", () => {
-    const runtime = createRuntime({ main: { format: "function", prompt: "custom", modelInvocable: [] } }, () => ({ files: [tricky], agents: { main: [{ file: 0, mode: "inline", source: 0 }] } }));
+    const runtime = createRuntime({ main: { format: "function", prompt: "custom", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, mode: "inline", source: 0 }] }));
     expect(runtime.renderSkill("main", "x&y")).toBe(renderInline("pi", { ...tricky, mode: "inline", hidden: false }));
   });
 });

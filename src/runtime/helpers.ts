@@ -43,9 +43,10 @@ export interface AgentData {
   modelInvocable: string[];
 }
 
-/** Every skill's data, built on first use (see `createRuntime`). */
+/** Every skill's data, built on first use (see `createRuntime`): `bodies[i]` is the body of `files[i]`. */
 export interface SkillTable {
-  files: SkillFile[];
+  files: Omit<SkillFile, "body">[];
+  bodies: string[];
   agents: Record<string, { file: number; mode: SkillMode; source: number }[]>;
 }
 
@@ -90,10 +91,10 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
   let table: Map<string, { entries: readonly SkillEntry[]; byName: Map<string, SkillEntry> }> | undefined;
   const skillsOf = (agent: string) => {
     if (!table) {
-      const { files, agents } = loadSkills();
+      const { files, bodies, agents } = loadSkills();
       table = new Map();
       for (const id of ids) {
-        const entries = deepFreeze(agents[id]!.map(({ file, mode, source }) => ({ ...files[file]!, mode, source })));
+        const entries = deepFreeze(agents[id]!.map(({ file, mode, source }) => ({ ...files[file]!, body: bodies[file]!, mode, source })));
         const byName = new Map<string, SkillEntry>();
         // A name selected from several sources is listed twice; the first (the one the prompt lists first) wins.
         for (const entry of entries) if (!byName.has(entry.name)) byName.set(entry.name, entry);
