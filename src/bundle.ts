@@ -107,12 +107,16 @@ export function stagedCopies(compilation: Compilation): StagedCopy[] {
  * context files. Paths are config-relative, so the hash does not depend on the folder the project sits in.
  */
 function inputsHash(compilation: Compilation): string {
-  const skills = new Map<string, unknown>();
-  for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, [skill.hash, skill.files.map((file) => [file.path, file.sha256])]);
-  const sorted = [...skills.entries()].sort(([a], [b]) => compareStrings(a, b));
-  const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
+  const skills = new Map<string, Compilation["agents"][number]["skills"][number]>();
+  for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, skill);
   const config = JSON.parse(JSON.stringify(compilation.config.config, (_key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : value)));
-  return createHash("sha256").update(stableJson({ config, skills: sorted, context })).digest("hex");
+  const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
+  const hash = createHash("sha256").update(stableJson({ config, context }));
+  for (const file of [...skills.keys()].sort(compareStrings)) {
+    const skill = skills.get(file)!;
+    hash.update(`\n${JSON.stringify([file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`);
+  }
+  return hash.digest("hex");
 }
 
 /** What a bundle file's bytes go to: a file being written, or one on disk being compared. */
