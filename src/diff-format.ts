@@ -32,6 +32,14 @@ function items(agent: AgentDiff, code: (text: string) => string): Item[] {
     list.push({ sign: "~", text: `Changed the body of ${code(name)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})` });
   }
   for (const { name, before, after } of agent.locations) list.push({ sign: "~", text: `Changed the location of ${code(name)}: ${code(before)} → ${code(after)}` });
+  for (const { name, added, removed, changed } of agent.resources) {
+    const parts = [
+      ...(added.length > 0 ? [`added ${added.map(code).join(", ")}`] : []),
+      ...(removed.length > 0 ? [`removed ${removed.map(code).join(", ")}`] : []),
+      ...(changed.length > 0 ? [`changed ${changed.map(code).join(", ")}`] : []),
+    ];
+    list.push({ sign: "~", text: `Changed the files of ${code(name)}: ${parts.join("; ")}` });
+  }
   for (const { name, changed } of agent.fields) list.push({ sign: "~", text: `Changed frontmatter of ${code(name)}: ${changed.map(code).join(", ")}` });
   if (agent.format) list.push({ sign: "~", text: `Changed the format: ${code(agent.format.before)} → ${code(agent.format.after)}` });
   // A changed prompt that no item above explains (another skillbake version, say) is still a change.
@@ -113,6 +121,7 @@ function changeCounts(agent: AgentDiff): string {
     [agent.descriptions.length, agent.descriptions.length === 1 ? "description" : "descriptions"],
     [agent.bodies.length, agent.bodies.length === 1 ? "body" : "bodies"],
     [agent.locations.length, agent.locations.length === 1 ? "location" : "locations"],
+    [agent.resources.length, agent.resources.length === 1 ? "skill folder" : "skill folders"],
     [agent.fields.length, agent.fields.length === 1 ? "frontmatter" : "frontmatters"],
   ] as const;
   const parts = counts.filter(([count]) => count > 0).map(([count, word]) => `${count} ${word}`);

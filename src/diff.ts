@@ -168,6 +168,7 @@ const manifestSchema = z.object({
       body: z.string(),
       fields: z.record(z.string(), z.unknown()),
       extra: z.record(z.string(), z.unknown()),
+      files: z.array(z.object({ path: z.string(), sha256: z.string() })),
     }),
   ),
   hashes: z.object({ outputs: z.record(z.string(), z.string()) }),
@@ -229,6 +230,8 @@ export interface AgentDiff {
   /** Hashes are sha256 of the body text. */
   bodies: { name: string; before: string; after: string; linesAdded: number; linesRemoved: number }[];
   locations: { name: string; before: string; after: string }[];
+  /** The skill folder's other files (references, scripts…) added, removed or changed, by path in the folder. */
+  resources: { name: string; added: string[]; removed: string[]; changed: string[] }[];
   /** Frontmatter fields (typed or `extra`) added, removed or changed. */
   fields: { name: string; changed: string[] }[];
   format?: { before: string; after: string };
@@ -257,6 +260,8 @@ interface SkillView {
   location: string;
   body: string;
   fields: Record<string, unknown>;
+  /** sha256 of each file of the skill folder but SKILL.md, by path. */
+  resources: Map<string, string>;
 }
 
 interface AgentView {
@@ -279,7 +284,8 @@ function agentView(manifest: Manifest, id: string): AgentView | undefined {
     const skill = byFile.get(entry.file)!; // parseManifest checked it is there
     let key = entry.name;
     for (let n = 2; skills.has(key); n++) key = `${entry.name}#${n}`;
-    skills.set(key, { ...entry, description: skill.description, location: skill.location, body: skill.body, fields: { ...skill.fields, ...skill.extra } });
+    const resources = new Map(skill.files.filter((file) => file.path !== "SKILL.md").map((file) => [file.path, file.sha256]));
+    skills.set(key, { ...entry, description: skill.description, location: skill.location, body: skill.body, fields: { ...skill.fields, ...skill.extra }, resources });
   }
   return { format: agent.format, characters: agent.characters, budget: agent.budget, promptHash: manifest.hashes.outputs[agent.prompt] ?? EMPTY_PROMPT_HASH, skills };
 }
@@ -294,6 +300,7 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
     descriptions: [],
     bodies: [],
     locations: [],
+    resources: [],
     fields: [],
     prompt: {
       before: promptSize(before),
@@ -321,12 +328,14 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
       diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed });
     }
     if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
+    const resources = resourceChanges(old.resources, now.resources);
+    if (resources.added.length + resources.removed.length + resources.changed.length > 0) diff.resources.push({ name, ...resources });
     const changedFields = [...new Set([...Object.keys(old.fields), ...Object.keys(now.fields)])]
       .filter((field) => field !== "name" && field !== "description" && stableJson(old.fields[field]) !== stableJson(now.fields[field]))
       .sort(compareStrings);
     if (changedFields.length > 0) diff.fields.push({ name, changed: changedFields });
   }
-  for (const list of [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.fields]) {
+  for (const list of [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields]) {
     list.sort((a, b) => compareStrings(a.name, b.name));
   }
   if (before && after && before.format !== after.format) diff.format = { before: before.format, after: after.format };
@@ -335,9 +344,18 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
     diff.prompt.changed ||
     budgetChanged ||
     diff.format !== undefined ||
-    [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.fields].some((list) => list.length > 0);
+    [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields].some((list) => list.length > 0);
   diff.status = !before ? "added" : !after ? "removed" : anyChange ? "changed" : "unchanged";
   return diff;
+}
+
+function resourceChanges(before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): { added: string[]; removed: string[]; changed: string[] } {
+  const paths = (filter: (path: string) => boolean, from: ReadonlyMap<string, string>) => [...from.keys()].filter(filter).sort(compareStrings);
+  return {
+    added: paths((path) => !before.has(path), after),
+    removed: paths((path) => !after.has(path), before),
+    changed: paths((path) => before.has(path) && before.get(path) !== after.get(path), after),
+  };
 }
 
 function promptSize(agent: AgentView | undefined): PromptSize {

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -94,7 +94,7 @@ function manifest(agents: Record<string, { skills: [name: string, mode: "availab
     };
     for (const [name, , description = `Does ${name}.`] of agent.skills) {
       const file = `skills/${name}/SKILL.md`;
-      skills.set(file, { name, description, file, location: file, baseDir: `skills/${name}`, hash: "0".repeat(64), fields: { name, description }, extra: {}, body: `# ${name}` });
+      skills.set(file, { name, description, file, location: file, baseDir: `skills/${name}`, hash: "0".repeat(64), fields: { name, description }, extra: {}, body: `# ${name}`, files: [{ path: "SKILL.md", sha256: "0".repeat(64), size: 10 }] });
     }
   }
   const outputs = Object.fromEntries(Object.entries(agents).map(([id, agent]) => [`prompts/${id}.txt`, `hash-of-${agent.prompt ?? 1000}`]));
@@ -144,12 +144,17 @@ describe("skills diff", () => {
     },
   });
 
-  /** Builds a catalogue into `before`, then edits one description, one body, moves one skill inline and adds one, into `after`. */
+  /**
+   * Builds a catalogue into `before`, then edits one description, one body, moves one skill inline, adds one, and
+   * adds, edits and removes files beside one, into `after`.
+   */
   async function beforeAndAfter(): Promise<string> {
     const dir = await tempDir();
     await writeTree(dir, {
       "skills.config.json": JSON.stringify(config([])),
       "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports. Use when asked for an alpha report."),
+      "skills/alpha/references/template.md": "# Alpha report\n",
+      "skills/alpha/references/old.md": "# Old\n",
       "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks.", "# Beta\n\n1. Check one.\n2. Check two.\n3. Check three."),
       "skills/gamma/SKILL.md": skillMd("gamma", "Explains gamma."),
     });
@@ -158,8 +163,11 @@ describe("skills diff", () => {
       "skills.config.json": JSON.stringify(config(["beta"])),
       "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha and omega reports. Use when asked for a report."),
       "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks.", "# Beta\n\n1. Check one.\n2. Check 2 twice.\n3. Check three.\n4. Report."),
+      "skills/alpha/references/template.md": "# Alpha report, second edition\n",
+      "skills/alpha/scripts/check.sh": "#!/bin/sh\n",
       "skills/delta/SKILL.md": skillMd("delta", "Handles delta & <tags>."),
     });
+    await rm(join(dir, "skills/alpha/references/old.md"));
     expect((await runCli(["build", "--out", "after"], { cwd: dir })).code).toBe(0);
     return dir;
   }
@@ -172,7 +180,7 @@ describe("skills diff", () => {
     for (const run of [pretty, markdown, json]) expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
 
     const coding = pretty.stdout.split("\n\n").find((section) => section.startsWith("coding:"))!.split("\n");
-    expect(coding.slice(0, 7)).toEqual([
+    expect(coding.slice(0, 8)).toEqual([
       "coding: changed",
       "  + Added delta (available)",
       "  ~ Moved beta from available to inline",
@@ -180,6 +188,7 @@ describe("skills diff", () => {
       "      - Drafts alpha reports. Use when asked for an alpha report.",
       "      + Drafts alpha and omega reports. Use when asked for a report.",
       expect.stringMatching(/^ {2}~ Changed the body of beta: \+2 -1 lines \(sha256 [0-9a-f]{8} → [0-9a-f]{8}\)$/),
+      "  ~ Changed the files of alpha: added scripts/check.sh; removed references/old.md; changed references/template.md",
     ]);
     expect(pretty.stdout).toContain("chat: unchanged\n");
     await expect(pretty.stdout).toMatchFileSnapshot("__snapshots__/diff.pretty.txt");
@@ -208,6 +217,21 @@ describe("skills diff", () => {
       ["chat", "added"],
       ["coding", "added"],
     ]);
+  });
+
+  it("--exit-code notices a changed file beside a skill even when no prompt, body or field changed", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+      "skills/alpha/references/guide.md": "# Guide\n",
+    });
+    expect((await runCli(["build", "--out", "before"], { cwd: dir })).code).toBe(0);
+    await writeFile(join(dir, "skills/alpha/references/guide.md"), "# Guide, corrected\n");
+    expect((await runCli(["build", "--out", "after"], { cwd: dir })).code).toBe(0);
+    const run = await runCli(["diff", "before", "after", "--exit-code"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stdout.split("\n")).toContain("  ~ Changed the files of alpha: changed references/guide.md");
   });
 
   it("shows the catalogue's characters against the agent's budget before → after", async () => {
