@@ -32,16 +32,39 @@ async function workflowSteps(): Promise<Step[]> {
   return workflow.jobs.skills.steps;
 }
 
-const CONFIG = (agents: object) => `import { defineConfig } from "skillbake";\nexport default defineConfig(${JSON.stringify({ location: "relative", agents })});\n`;
+/** The default `location: "absolute"`: base and head must be built in one folder for their prompts to compare. */
+const CONFIG = (agents: object) => `import { defineConfig } from "skillbake";\nexport default defineConfig(${JSON.stringify({ agents })});\n`;
 
-/** A pull request's workspace: the head checked out at the root, skillbake installed as node_modules/.bin/skills. */
-async function workspace(head: Record<string, string>): Promise<{ root: string; temp: string }> {
+interface Workspace {
+  root: string;
+  temp: string;
+  /** The base branch's commit. */
+  base: string;
+}
+
+/**
+ * A pull request's workspace as actions/checkout leaves it: a git clone with the head checked out, whose
+ * `origin` holds the base commit; skillbake installed (untracked) as node_modules/.bin/skills.
+ */
+async function workspace(base: Record<string, string>, head: Record<string, string>): Promise<Workspace> {
   const root = await tempDir("skillbake-workspace-");
   const temp = await tempDir("skillbake-runner-temp-");
-  await writeTree(root, { "package.json": JSON.stringify({ name: "app", private: true, devDependencies: { skillbake: "*" } }), ...head });
+  const common = { ".gitignore": "node_modules/\n", "package.json": JSON.stringify({ name: "app", private: true, devDependencies: { skillbake: "*" } }) };
+  const git = async (script: string) => {
+    const run = await bash(script, root, { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.com", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.com" });
+    expect(run.code, run.output).toBe(0);
+    return run.output.trim();
+  };
+  await git("git init --quiet --initial-branch=main . && git remote add origin .");
+  await writeTree(root, { ...common, ...base });
+  await git("git add -A && git commit --quiet -m base");
+  const baseCommit = await git("git rev-parse HEAD");
+  await git("git rm --quiet -r . && git clean --quiet -fdx");
+  await writeTree(root, { ...common, ...head });
+  await git("git add -A && git commit --quiet -m head && git checkout --quiet --detach");
   await mkdir(join(root, "node_modules/.bin"), { recursive: true });
   await symlink(CLI, join(root, "node_modules/.bin/skills"));
-  return { root, temp };
+  return { root, temp, base: baseCommit };
 }
 
 function bash(script: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
@@ -55,8 +78,9 @@ function bash(script: string, cwd: string, env: Record<string, string>): Promise
   });
 }
 
-/** Runs the workflow's steps up to the comment; the base branch is `base`, checked out where the workflow says. */
-async function runWorkflow(steps: Step[], root: string, temp: string, base: Record<string, string>): Promise<{ outputs: string; summary: string; log: string }> {
+/** Runs the workflow's shell steps up to the comment, with the expressions they use filled in. */
+async function runWorkflow(steps: Step[], { root, temp, base }: Workspace): Promise<{ outputs: string; summary: string; log: string }> {
+  const expressions: Record<string, string> = { "${{ github.event.pull_request.base.sha }}": base };
   const env = {
     GITHUB_ACTIONS: "true",
     GITHUB_WORKSPACE: root,
@@ -69,13 +93,11 @@ async function runWorkflow(steps: Step[], root: string, temp: string, base: Reco
   await writeFile(env.GITHUB_STEP_SUMMARY, "");
   let log = "";
   for (const step of steps) {
-    if (step.uses?.startsWith("actions/checkout@") && step.with?.path) {
-      expect(step.with.ref).toBe("${{ github.event.pull_request.base.sha }}");
-      await writeTree(join(root, step.with.path), base);
-      continue;
-    }
     if (step.uses || step.run === "npm ci") continue;
-    const run = await bash(step.run!, join(root, step["working-directory"] ?? "."), env);
+    const stepEnv = Object.fromEntries(Object.entries(step.env ?? {}).map(([name, value]) => [name, expressions[value] ?? expect.fail(`unknown expression ${value}`)]));
+    const head = await bash("git rev-parse HEAD", root, {});
+    const run = await bash(step.run!, join(root, step["working-directory"] ?? "."), { ...env, ...stepEnv });
+    expect((await bash("git rev-parse HEAD", root, {})).output, `step "${step.name ?? step.run}" left another commit checked out`).toBe(head.output);
     log += run.output;
     expect(run.code, `step "${step.name ?? step.run}" failed:\n${run.output}`).toBe(0);
   }
@@ -110,9 +132,11 @@ describe("the GitHub Actions recipe", () => {
 
   it("checks, builds base and head, and posts the markdown diff as one comment, updated on the next push", async () => {
     const steps = await workflowSteps();
-    const { root, temp } = await workspace(head);
-    const { outputs, summary } = await runWorkflow(steps, root, temp, base);
+    const { root, temp, base: baseCommit } = await workspace(base, head);
+    const { outputs, summary } = await runWorkflow(steps, { root, temp, base: baseCommit });
     expect(outputs).toBe("changed=true\n");
+    // Built in one folder, the absolute locations agree: only the skills' own changes show.
+    expect(summary).not.toContain("location");
 
     const expected = await runCli(["diff", join(temp, "skills-before"), join(temp, "skills-after"), "--format", "markdown"], { cwd: root });
     expect(summary).toBe(expected.stdout);
@@ -132,13 +156,13 @@ describe("the GitHub Actions recipe", () => {
 
   it("compares with an empty bundle when the base branch has no skills yet, and fails on a stale committed bundle", async () => {
     const steps = await workflowSteps();
-    const fresh = await workspace(head);
-    const { outputs, summary, log } = await runWorkflow(steps, fresh.root, fresh.temp, { "README.md": "no skills yet\n" });
+    const fresh = await workspace({ "README.md": "no skills yet\n" }, head);
+    const { outputs, summary, log } = await runWorkflow(steps, fresh);
     expect(outputs).toBe("changed=true\n");
     expect(log).toContain("::notice::The base branch's skills did not build; comparing with an empty bundle.");
     expect(summary).toContain("| `coding` | new agent, 2 added |");
 
-    const stale = await workspace(head);
+    const stale = await workspace(base, head);
     expect((await runCli(["build"], { cwd: stale.root })).code).toBe(0);
     await writeTree(stale.root, { "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks twice.") });
     const check = steps.find((step) => step.name === "Check the committed bundle is up to date")!;
