@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
-import { readFile, unlink, writeFile } from "node:fs/promises";
-import { SourceMap } from "node:module";
+import { readFile } from "node:fs/promises";
+import { isBuiltin, SourceMap } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -161,12 +161,16 @@ async function importConfigFile(file: string): Promise<ImportedConfig> {
 }
 
 /**
- * TypeScript configs are bundled by esbuild (packages stay external) into a temporary module beside the
- * config, so its relative imports and node_modules resolve as they would for the config itself; the
- * temporary file is removed whatever happens.
+ * TypeScript configs are bundled by esbuild and imported from memory (a data: URL): nothing is written, so
+ * `check` and `build --check` work in a read-only checkout and a killed build leaves nothing behind. Packages
+ * stay external, imported by the absolute path they resolve to from the config's folder, as Node would resolve
+ * them beside the config; `import.meta.url` (and `dirname`, `filename`) are the config's, in the local files it
+ * imports too (they are one bundle); stack frames name the config (`//# sourceURL`), and are mapped back to the
+ * lines of its files through the inline source map.
  */
 async function importTypeScript(file: string): Promise<ImportedConfig> {
   const { build } = await import("esbuild");
+  const url = pathToFileURL(file).href;
   let output;
   try {
     output = await build({
@@ -176,30 +180,27 @@ async function importTypeScript(file: string): Promise<ImportedConfig> {
       format: "esm",
       target: "node20",
       write: false,
-      packages: "external",
       metafile: true,
       logLevel: "silent",
       sourcemap: "inline",
-      plugins: [skillbakeShim],
+      define: { "import.meta.url": JSON.stringify(url), "import.meta.dirname": JSON.stringify(dirname(file)), "import.meta.filename": JSON.stringify(file) },
+      plugins: [skillbakeShim, packagesByPath],
     });
   } catch (error) {
-    const first = (error as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }).errors?.[0];
-    if (first?.location) throw new ConfigError(`${resolve(dirname(file), basename(first.location.file))}:${first.location.line}:${first.location.column + 1}`, first.text);
-    throw new ConfigError(file, first?.text ?? String(error));
+    const first = (error as { errors?: { text: string; detail?: unknown; location?: { file: string; line: number; column: number } }[] }).errors?.[0];
+    // A missing package is reported as a JavaScript config's would be, where Node fails to load it.
+    const text = first?.detail === MISSING_PACKAGE ? `the config failed to load: ${first.text}` : first?.text;
+    if (first?.location) throw new ConfigError(`${resolve(dirname(file), basename(first.location.file))}:${first.location.line}:${first.location.column + 1}`, text!);
+    throw new ConfigError(file, text ?? String(error));
   }
-  const code = output.outputFiles[0]!.text;
+  const code = `${output.outputFiles[0]!.text}\n//# sourceURL=${url}\n`;
   const inputs = Object.keys(output.metafile.inputs)
     .filter((input) => !input.startsWith("skillbake-shim:"))
     .map((input) => resolve(process.cwd(), input))
     .sort();
-  const temporary = join(dirname(file), `.${basename(file)}.${process.pid}-${Math.random().toString(36).slice(2)}.mjs`);
-  const configCode = typeScriptCode(temporary, code);
-  await writeFile(temporary, code);
-  try {
-    return { value: await evaluate(file, pathToFileURL(temporary).href, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
-  } finally {
-    await unlink(temporary).catch(() => {});
-  }
+  const configCode = typeScriptCode(file, code);
+  const module = `data:text/javascript;base64,${Buffer.from(code).toString("base64")}`;
+  return { value: await evaluate(file, module, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
 }
 
 /** The config's code as Node runs it, so that a failure can be pointed at the config's own line. */
@@ -214,12 +215,31 @@ interface ConfigCode {
 
 /** esbuild's inline source map holds the sources' paths (relative to the working folder) and their text. */
 function typeScriptCode(module: string, code: string): ConfigCode {
-  const inline = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(code);
+  const inline = /^\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)$/m.exec(code);
   if (!inline) return { module, sources: [] };
   const payload = JSON.parse(Buffer.from(inline[1]!, "base64").toString("utf8")) as { sources: string[]; sourcesContent?: string[] };
   const sources = payload.sources.map((source, index) => ({ path: resolve(process.cwd(), source), text: payload.sourcesContent?.[index] ?? "" }));
   return { module, sourceMap: new SourceMap(payload as ConstructorParameters<typeof SourceMap>[0]), sources };
 }
+
+/**
+ * A package the config imports stays external, as the absolute path it resolves to from the importing file (a
+ * module imported from a data: URL resolves nothing itself); one that does not resolve fails the bundle at the
+ * line that imports it.
+ */
+const MISSING_PACKAGE = Symbol("missing package");
+const packagesByPath = {
+  name: "packages-by-path",
+  setup(build: import("esbuild").PluginBuild) {
+    const resolving = Symbol("resolving");
+    build.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.pluginData === resolving || isBuiltin(args.path)) return undefined;
+      const found = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: resolving });
+      if (found.errors.length > 0) return { errors: [{ text: `Cannot find package '${args.path}'`, detail: MISSING_PACKAGE }] };
+      return { path: pathToFileURL(found.path).href, external: true };
+    });
+  },
+};
 
 /** `import { defineConfig } from "skillbake"` works even where skillbake is not installed beside the config. */
 const skillbakeShim = {

@@ -1,8 +1,10 @@
-import { readdir } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { chmod, readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/index.js";
-import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 describe("loadConfig", () => {
   it("finds the first of skills.config.{ts,mts,js,mjs,json} in cwd and applies defaults", async () => {
@@ -39,6 +41,48 @@ describe("loadConfig", () => {
     expect(loaded.config.agents.coding!.skills).toEqual([{ root: "skills" }]);
     expect(loaded.inputs).toEqual([join(dir, "agents.ts"), join(dir, "skills.config.ts")]);
     expect((await readdir(dir)).sort()).toEqual(["agents.ts", "skills.config.ts"]);
+  });
+
+  it("loads TypeScript as from beside the config: packages resolve from its folder; import.meta is the config's, in the files it imports too", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "node_modules/esm-only/package.json": JSON.stringify({ name: "esm-only", type: "module", exports: { import: "./index.js" } }),
+      "node_modules/esm-only/index.js": "export const root = 'skills';\n",
+      "lib/where.ts": "export const here: string = import.meta.url;\n",
+      "skills.config.ts": [
+        'import { root } from "esm-only";',
+        'import { here } from "./lib/where";',
+        'import { fileURLToPath } from "node:url";',
+        "export default { outDir: fileURLToPath(new URL('./out', import.meta.url)), agents: { main: { description: import.meta.dirname, skills: [{ root }] }, lib: { description: here, skills: [{ root }] } } };",
+      ].join("\n"),
+    });
+    const loaded = await loadConfig(undefined, dir);
+    expect(loaded.config.outDir).toBe(join(dir, "out"));
+    expect(loaded.config.agents.main).toEqual({ description: dir, skills: [{ root: "skills" }] });
+    expect(loaded.config.agents.lib!.description).toBe(pathToFileURL(join(dir, "skills.config.ts")).href);
+  });
+
+  it("check and build --check work in a folder the user cannot write: loading a TypeScript config writes nothing", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.ts": `export default { agents: { main: { skills: [{ root: "skills" }] } } };\n`, "skills/alpha/SKILL.md": skillMd("alpha") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    // Permissions do not stop root: as root, the CLI runs as the unprivileged user "nobody" in a folder of root's.
+    const asRoot = process.getuid?.() === 0;
+    const folders = [dir, ...(await readdir(dir, { recursive: true, withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => join(entry.parentPath, entry.name))];
+    await Promise.all(folders.map((folder) => chmod(folder, asRoot ? 0o755 : 0o555)));
+    try {
+      for (const args of [["check"], ["build", "--check"]]) {
+        const run = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+          const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1", GITHUB_ACTIONS: "" }, ...(asRoot ? { uid: 65534, gid: 65534 } : {}), stdio: ["ignore", "ignore", "pipe"] });
+          let stderr = "";
+          child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+          child.on("error", reject).on("close", (code) => resolve({ code, stderr }));
+        });
+        expect(run, args.join(" ")).toMatchObject({ code: 0 });
+      }
+    } finally {
+      await Promise.all(folders.map((folder) => chmod(folder, 0o755)));
+    }
   });
 
   it.each([
