@@ -135,12 +135,18 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     if (!(OPTIONAL_FIELD_NAMES as readonly string[]).includes(field.key)) {
       defineOwn(extra, field.key, field.value);
       const known = KNOWN_FIELD_NAMES.find((candidate) => candidate.toLowerCase() === field.key.trim().toLowerCase());
-      report(
-        "field-unknown",
-        field.keyAt,
-        `\`${field.key}\` is not a known frontmatter field; it is kept under \`extra\``,
-        known ? `Did you mean \`${known}\`? Keys are case-sensitive.` : undefined,
-      );
+      // A missing `name` or `description` is reported with its lookalike already; any other lookalike is a field
+      // its author meant to set and skillbake would otherwise silently ignore (`field-unknown` is off by default).
+      if (known && (byKey.has(known) || (known !== "name" && known !== "description"))) {
+        report(
+          "field-lookalike",
+          field.keyAt,
+          `\`${field.key}\` is not \`${known}\` (keys are case-sensitive); it is ignored and kept under \`extra\``,
+          byKey.has(known) ? `Remove it: \`${known}\` is set too.` : `Rename it to \`${known}\`.`,
+        );
+      } else {
+        report("field-unknown", field.keyAt, `\`${field.key}\` is not a known frontmatter field; it is kept under \`extra\``, known ? `Did you mean \`${known}\`? Keys are case-sensitive.` : undefined);
+      }
       continue;
     }
     if (field.value === null) continue; // `field:` with no value means "not set"

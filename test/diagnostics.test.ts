@@ -137,6 +137,11 @@ const CASES: Record<string, Case> = {
     expected: { code: "field-unknown", file: file("extra"), line: 4, column: 1 },
     included: true,
   },
+  "field-lookalike": {
+    tree: { [file("twice")]: "---\nname: twice\ndescription: Twice.\nName: Twice Over\n---\nBody\n" },
+    expected: { code: "field-lookalike", file: file("twice"), line: 4, column: 1 },
+    included: true,
+  },
   "body-too-long": {
     tree: { [file("long")]: skillMd("long", "Long body.", Array.from({ length: 501 }, (_, i) => `line ${i}`).join("\n")) },
     config: { rules: { "body-too-long": "warn" }, ...agent() },

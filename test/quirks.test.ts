@@ -62,6 +62,18 @@ describe("real-world quirks", () => {
     expect(names(result)).toEqual(["cased"]);
   });
 
+  it("`Name:` beside `name:`, or `Allowed-Tools:` for `allowed-tools:`: field-lookalike, not a silent extra field", async () => {
+    const result = await checkTree({
+      "skills/twice/SKILL.md": "---\nname: twice\nName: Twice Over\ndescription: Twice.\n---\n",
+      "skills/tools/SKILL.md": "---\nname: tools\ndescription: Tools.\nAllowed-Tools: Read Grep\n---\n",
+    });
+    expect(result.diagnostics.map(({ code, file, line, message, hint }) => ({ code, file, line, message, hint }))).toEqual([
+      { code: "field-lookalike", file: "skills/tools/SKILL.md", line: 4, message: "`Allowed-Tools` is not `allowed-tools` (keys are case-sensitive); it is ignored and kept under `extra`", hint: "Rename it to `allowed-tools`." },
+      { code: "field-lookalike", file: "skills/twice/SKILL.md", line: 3, message: "`Name` is not `name` (keys are case-sensitive); it is ignored and kept under `extra`", hint: "Remove it: `name` is set too." },
+    ]);
+    expect(result.agents[0]!.skills.find((skill) => skill.name === "twice")!.extra).toEqual({ Name: "Twice Over" });
+  });
+
   it.each([
     ["My Skill", "my-skill"],
     ["my_skill", "my-skill"],
