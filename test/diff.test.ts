@@ -1,4 +1,5 @@
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -355,5 +356,16 @@ describe("skills diff", () => {
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain("neither a nor b exists");
     expect((await runCli(["diff", "a"], { cwd: dir })).code).toBe(2);
+  });
+
+  it("exits 2 for a FIFO in place of a manifest, instead of waiting for a writer forever", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "bundle"));
+    for (const fifo of ["pipe.json", "bundle/manifest.json"]) execFileSync("mkfifo", [join(dir, fifo)]);
+    for (const side of ["pipe.json", "bundle"]) {
+      const run = await runCli(["diff", side, "missing"], { cwd: dir });
+      expect(run).toMatchObject({ code: 2, stdout: "" });
+      expect(run.stderr.trim()).toBe(`skills diff: ${side === "bundle" ? "bundle/manifest.json" : side} is not a regular file; give a bundle folder (an outDir) or a manifest.json`);
+    }
   });
 });

@@ -13,8 +13,9 @@ export const diffCommand: Command = {
   help: `Usage: skills diff BEFORE AFTER [--format pretty|markdown|json] [--exit-code]
 
 Compares two bundles agent by agent: skills added, removed or moved between available and inline,
-changed descriptions (old → new), changed bodies (by hash, with the lines changed), other frontmatter
-and location changes, prompt characters and estimated tokens before → after, and the budget.
+changed descriptions (old → new), changed bodies (by hash, with the lines changed), other frontmatter,
+location changes, files beside a skill added, removed or changed, prompt characters and estimated
+tokens before → after, and the budget.
 
 BEFORE and AFTER are each a bundle folder (an outDir) or its manifest.json; only the manifest is read.
 A path that does not exist is an empty bundle, so a new agent or a first bundle shows as added.
@@ -67,6 +68,9 @@ async function loadManifest(path: string, label: string): Promise<Manifest | und
   if (!stats) return undefined;
   const file = stats.isDirectory() ? join(path, "manifest.json") : path;
   const shown = stats.isDirectory() ? join(label, "manifest.json") : label;
+  // A FIFO or a device would be read forever (or block until something writes to it).
+  const kind = stats.isDirectory() ? await stat(file).catch(() => undefined) : stats;
+  if (kind && !kind.isFile()) throw new ManifestError(`${shown} is not a regular file; give a bundle folder (an outDir) or a manifest.json`);
   let text: string;
   try {
     text = await readFile(file, "utf8");
