@@ -186,11 +186,17 @@ export function discoverRoot(root: string, display: (path: string) => string): R
       };
       if (entry.isFile()) {
         if (!isIgnored(layers, rel, false)) files.push(fileRel);
+      } else if (!entry.isDirectory() && !entry.isSymbolicLink()) {
+        if (!isIgnored(layers, rel, false)) findings.push(notInFiles(display(path), describeKind(entry)));
       } else if (entry.isDirectory()) {
         if (!isIgnored(layers, rel, true)) descend(join(dirReal, entry.name));
       } else if (entry.isSymbolicLink()) {
         const target = resolveLink(path);
-        if (!target || !(target.stats.isFile() || target.stats.isDirectory())) continue; // broken links, FIFOs, devices
+        if (!target) continue; // a broken link
+        if (!(target.stats.isFile() || target.stats.isDirectory())) {
+          if (!isIgnored(layers, rel, false)) findings.push(notInFiles(display(path), `is a link to something that ${describeKind(target.stats)}`));
+          continue;
+        }
         if (isIgnored(layers, rel, target.stats.isDirectory())) continue;
         if (!isInsideRoot(target.real)) {
           findings.push(escapeFinding(display(path), target.real, display));
@@ -263,6 +269,16 @@ function notAFile(file: string, what: string): Finding {
     file,
     message: `${file} ${what}, not a file; the folder is not a skill`,
     hint: "A skill is a folder with a regular file named SKILL.md (or a link to one inside the root).",
+  };
+}
+
+/** A FIFO, socket or device in a skill folder: it cannot be hashed or staged, so it is left out of the skill's files. */
+function notInFiles(file: string, what: string): Finding {
+  return {
+    code: "path-unreadable",
+    file,
+    message: `${file} ${what}, not a regular file; it is left out of the skill's files`,
+    hint: "A skill folder holds regular files and folders; remove it, or add it to a .gitignore.",
   };
 }
 

@@ -151,6 +151,18 @@ describe("SKILL.md that is not a file", () => {
     expect(skills).toEqual(["skills/good/SKILL.md", "skills/folder/SKILL.md/inner/SKILL.md"]);
   });
 
+  it("a FIFO among a skill's files, or a link to one: reported and left out of the files, the skill builds", async () => {
+    const dir = await project({ "skills/piped/SKILL.md": skillMd("piped"), "skills/piped/references/guide.md": "# Guide\n", "skills/piped/references/to-fifo": { link: "fifo" } });
+    execFileSync("mkfifo", [join(dir, "skills/piped/references/fifo")]);
+    const { result } = await checkAll(dir);
+    expect(result.diagnostics.map((diagnostic) => `${diagnostic.code}: ${diagnostic.message}`)).toEqual([
+      "path-unreadable: skills/piped/references/fifo is a FIFO, not a regular file; it is left out of the skill's files",
+      "path-unreadable: skills/piped/references/to-fifo is a link to something that is a FIFO, not a regular file; it is left out of the skill's files",
+    ]);
+    const piped = result.agents[0]!.skills.find((skill) => skill.name === "piped")!;
+    expect(piped.files.map((file) => file.path)).toEqual(["SKILL.md", "references/guide.md"]);
+  });
+
   it("a SKILL.md replaced by a folder or a FIFO between discovery and reading: a diagnostic, no hang", async () => {
     const dir = await tempDir();
     await mkdir(join(dir, "now-a-folder"));
