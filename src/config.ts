@@ -4,6 +4,7 @@ import { isBuiltin, SourceMap } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { inspect } from "node:util";
 import { z } from "zod";
 import { RULE_CODES } from "./diagnostics.js";
 import { didYouMean } from "./suggest.js";
@@ -122,7 +123,7 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
     // Validation reads the export: a getter or a proxy trap in it runs here, and may throw.
     parsed = configSchema.safeParse(value);
   } catch (error) {
-    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+    const message = thrownMessage(error);
     const where = (code ? await failureLocation(error, code) : undefined) ?? exportAt ?? file;
     throw new ConfigError(where, `the config failed to load: ${message}`);
   }
@@ -277,7 +278,7 @@ async function evaluate(file: string, url: string, code: ConfigCode): Promise<un
       throw new ConfigError(where ?? file, `the config did not finish loading within ${CONFIG_LOAD_TIMEOUT_MS / 1000} s: ${cause}`);
     }
     if (error instanceof ConfigError) throw error;
-    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.replace(/ imported from \S+$/, "");
+    const message = thrownMessage(error).replace(/ imported from \S+$/, "");
     throw new ConfigError((await failureLocation(error, code)) ?? file, `the config failed to load: ${message}`);
   } finally {
     clearTimeout(timer);
@@ -349,6 +350,12 @@ function findInSources(code: ConfigCode, pattern: RegExp): string | undefined {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** The first line of what a config threw: an error's message, or the value itself (`throw { code: 42 }`). */
+function thrownMessage(error: unknown): string {
+  const text = error instanceof Error ? error.message : typeof error === "string" ? error : inspect(error, { breakLength: Infinity, depth: 2 });
+  return text.split("\n")[0]!;
 }
 
 function describeValue(value: unknown): string {

@@ -51,6 +51,13 @@ describe("a config that throws: exit 2 naming the file and line that threw", () 
     const { dir, message } = await failingConfig("skills.config.ts", `// the config comes from elsewhere\nexport default Promise.reject(new Error("offline"));\n`);
     expect(message).toBe(`skills: ${join(dir, "skills.config.ts")}:2:31: the config failed to load: offline`);
   });
+
+  it("a thrown value that is not an error: shown as written (no stack, so no line)", async () => {
+    const thrownObject = await failingConfig("skills.config.mjs", `throw { code: 42, reason: "nope" };\n${VALID}`);
+    expect(thrownObject.message).toBe(`skills: ${join(thrownObject.dir, "skills.config.mjs")}: the config failed to load: { code: 42, reason: 'nope' }`);
+    const thrownString = await failingConfig("skills.config.ts", `throw "no config today";\n${VALID}`);
+    expect(thrownString.message).toBe(`skills: ${join(thrownString.dir, "skills.config.ts")}: the config failed to load: no config today`);
+  });
 });
 
 describe("a config that imports what is not there: exit 2 at the import", () => {
