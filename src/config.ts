@@ -51,7 +51,9 @@ export const configSchema = z.strictObject({
   /** Lets `skills.config.json` name its JSON Schema (`skills schema config`) for editor completion; ignored. */
   $schema: z.string().optional(),
   outDir: z.string().min(1).default("dist/skills"),
-  location: z.union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })]).default("absolute"),
+  location: z
+    .union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })], { error: 'expected "absolute", "relative" or { base: "/where/the/app/runs" }' })
+    .default("absolute"),
   format: formatSchema.default("pi"),
   yaml: z.enum(["strict", "recover"]).default("strict"),
   /** true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. */
@@ -371,7 +373,7 @@ function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
       const path = formatPath(issue.path);
       // A bad record key carries the key's own issue inside.
       const cause = issue.code === "invalid_key" ? (issue.issues[0] ?? issue) : issue;
-      const message = cause.message.replace(/^Invalid input: /, "");
+      const message = cause.message.replace(/^Invalid (input|option): /, "");
       if (issue.code === "unrecognized_keys") {
         return issue.keys.map((key) => `${path ? `${path}.` : ""}${key}: unknown setting.${didYouMean(key, settingsAt(issue.path))}`).join("\n");
       }

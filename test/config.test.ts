@@ -90,7 +90,8 @@ describe("loadConfig", () => {
     [{ agents: {} }, "agents: define at least one agent"],
     [{ agents: { Coding: { skills: [{ root: "a" }] } } }, "agents.Coding: agent ids are lowercase letters, digits and hyphens, starting with a letter"],
     [{ agents: { a: { skills: [{ root: "a", availble: ["*"] }] } } }, "agents.a.skills[0].availble: unknown setting"],
-    [{ location: "somewhere", agents: { a: { skills: [{ root: "a" }] } } }, "location:"],
+    [{ location: "somewhere", agents: { a: { skills: [{ root: "a" }] } } }, 'location: expected "absolute", "relative" or { base: "/where/the/app/runs" }'],
+    [{ yaml: "lenient", agents: { a: { skills: [{ root: "a" }] } } }, 'yaml: expected one of "strict"|"recover"'],
     [{ rules: { "no-such-rule": "warn" }, agents: { a: { skills: [{ root: "a" }] } } }, "rules.no-such-rule:"],
   ])("rejects %j naming the field path", async (config, message) => {
     const dir = await tempDir();
