@@ -140,8 +140,8 @@ const CHUNK_BYTES = 1 << 18;
 /**
  * Streams the bundle's files into sinks and returns every file's sha256 by path. The files advance together,
  * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
- * text and no second copy of the bodies is ever in memory. A hash part is written as a string of zeros and patched once the
- * file it names is complete. A file the same as another is handed to `same` once that one has ended.
+ * text and no second copy of the bodies is ever in memory. A hash part is written as a string of zeros and
+ * patched once the file it names is complete. A file the same as another is handed to `same` once that one ended.
  */
 export function renderBundle(bundle: Bundle, open: (path: string) => Sink, same: (path: string, sameAs: string) => void): Map<string, string> {
   const writers = new Map<string, FileWriter>();

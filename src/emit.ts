@@ -91,17 +91,12 @@ function writeFully(fd: number, bytes: Uint8Array, position: number | null): voi
   }
 }
 
-/** A bundle file compared with the one on disk as its bytes are rendered. */
-interface Comparison {
-  state: "same" | "changed" | "missing";
-}
-
 /**
  * Compares the bundle with the one in `outDir` without holding either whole; reads only. Returns each file's
  * state by path. A file the same as another is compared on its own: on disk it is a file of its own.
  */
-export function compareBundle(outDir: string, bundle: Bundle): Map<string, Comparison["state"]> {
-  const results = new Map<string, Comparison>();
+export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same" | "changed" | "missing"> {
+  const states = new Map<string, "same" | "changed" | "missing">();
   const open = new Set<number>();
   const partsOf = new Map(bundle.files.flatMap((file) => ("parts" in file ? [[file.path, file.parts] as const] : [])));
   const files = bundle.files.map((file) => ("sameAs" in file ? { path: file.path, parts: partsOf.get(file.sameAs)! } : file));
@@ -109,15 +104,16 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Compa
     renderBundle(
       { ...bundle, files },
       (path) => {
-        const comparison: Comparison = { state: "same" };
-        results.set(path, comparison);
+        states.set(path, "same");
+        const differs = () => states.set(path, "changed");
+        const same = () => states.get(path) === "same";
         let fd: number | undefined;
         try {
           fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NONBLOCK);
-          if (!fstatSync(fd).isFile()) comparison.state = "changed";
           open.add(fd);
+          if (!fstatSync(fd).isFile()) differs();
         } catch {
-          comparison.state = "missing";
+          states.set(path, "missing");
         }
         let position = 0;
         let scratch = Buffer.alloc(0);
@@ -130,18 +126,18 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Compa
         };
         return {
           write: (bytes) => {
-            if (comparison.state === "same" && !holds(bytes, position)) comparison.state = "changed";
+            if (same() && !holds(bytes, position)) differs();
             position += bytes.byteLength;
           },
           reserve: (bytes) => {
             position += bytes.byteLength; // compared when patched
           },
           patch: (offset, bytes) => {
-            if (comparison.state === "same" && !holds(bytes, offset)) comparison.state = "changed";
+            if (same() && !holds(bytes, offset)) differs();
           },
           end: () => {
             if (fd === undefined) return;
-            if (comparison.state === "same" && fstatSync(fd).size !== position) comparison.state = "changed";
+            if (same() && fstatSync(fd).size !== position) differs();
             open.delete(fd);
             closeSync(fd);
           },
@@ -152,7 +148,7 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Compa
   } finally {
     for (const fd of open) closeSync(fd);
   }
-  return new Map([...results].map(([path, { state }]) => [path, state]));
+  return states;
 }
 /**
  * Staging → outDir, the old outDir (if any) moved aside first and returned. Synchronous, so nothing else runs
