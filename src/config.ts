@@ -225,12 +225,14 @@ function typeScriptCode(module: string, code: string): ConfigCode {
   return { module, sourceMap: new SourceMap(payload as ConstructorParameters<typeof SourceMap>[0]), sources };
 }
 
+/** Marks the error of a package that does not resolve, so it reads as a JavaScript config's would. */
+const MISSING_PACKAGE = Symbol("missing package");
+
 /**
  * A package the config imports stays external, as the absolute path it resolves to from the importing file (a
  * module imported from a data: URL resolves nothing itself); one that does not resolve fails the bundle at the
  * line that imports it.
  */
-const MISSING_PACKAGE = Symbol("missing package");
 const packagesByPath = {
   name: "packages-by-path",
   setup(build: import("esbuild").PluginBuild) {

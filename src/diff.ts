@@ -335,16 +335,15 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
       .sort(compareStrings);
     if (changedFields.length > 0) diff.fields.push({ name, changed: changedFields });
   }
-  for (const list of [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields]) {
-    list.sort((a, b) => compareStrings(a.name, b.name));
-  }
+  const changes = [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields];
+  for (const list of changes) list.sort((a, b) => compareStrings(a.name, b.name));
   if (before && after && before.format !== after.format) diff.format = { before: before.format, after: after.format };
   const budgetChanged = stableJson(diff.budget.before ?? null) !== stableJson(diff.budget.after ?? null);
   const anyChange =
     diff.prompt.changed ||
     budgetChanged ||
     diff.format !== undefined ||
-    [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields].some((list) => list.length > 0);
+    changes.some((list) => list.length > 0);
   diff.status = !before ? "added" : !after ? "removed" : anyChange ? "changed" : "unchanged";
   return diff;
 }
