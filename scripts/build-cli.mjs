@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { build } from "esbuild";
 import { runtimeText } from "./runtime-text.mjs";
 
-/** A digest of src/: part of the cache key (src/version.ts), so a rebuilt tool never reuses a stale cache. */
+/** A digest of src/: part of the cache key (src/compile/version.ts), so a rebuilt tool never reuses a stale cache. */
 function sourceDigest() {
   const hash = createHash("sha256");
   for (const path of readdirSync("src", { recursive: true }).sort()) {
@@ -31,7 +31,7 @@ await Promise.all([
   // Their CommonJS parts get a `require` from createRequire. The API leaves them to the installing project.
   build({
     ...common,
-    entryPoints: ["src/bin.ts"],
+    entryPoints: ["src/cli/bin.ts"],
     outfile: "dist/cli.js",
     packages: undefined,
     external: ["esbuild"],

@@ -1,6 +1,6 @@
 // The JavaScript text of src/runtime/helpers.ts, as every generated bundle module embeds it. One compile, shared
 // by the CLI build (scripts/build-cli.mjs) and the tests (vitest.config.ts), both of which hand it to
-// src/module.ts as the constant __SKILLBAKE_RUNTIME__: so the emitted helpers are always the type-checked
+// src/bundle/module.ts as the constant __SKILLBAKE_RUNTIME__: so the emitted helpers are always the type-checked
 // source of this commit, with no generated copy in the repo to fall out of date.
 import { buildSync } from "esbuild";
 import { fileURLToPath } from "node:url";

@@ -1,13 +1,13 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle.js";
-import { BuildCache, bundleFingerprint } from "./cache.js";
-import { compile, type Compilation, type CompileOptions } from "./compile.js";
-import { loadConfig } from "./config.js";
-import { compareStrings, countBySeverity } from "./diagnostics.js";
-import { unifiedDiff } from "./diff.js";
-import { compareBundle, writeBundle } from "./emit.js";
-import { hashFile } from "./resources.js";
+import { bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
+import { BuildCache, bundleFingerprint } from "./compile/cache.js";
+import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
+import { loadConfig } from "./compile/config.js";
+import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
+import { unifiedDiff } from "./review/diff.js";
+import { compareBundle, writeBundle } from "./bundle/emit.js";
+import { hashFile } from "./compile/resources.js";
 
 export interface CheckOptions {
   /** Config file; found in `cwd` when omitted. */

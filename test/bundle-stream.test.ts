@@ -4,9 +4,9 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
-import { bundleOf, bundleTexts, renderBundle, type Bundle, type Sink } from "../src/bundle.js";
-import { compareBundle } from "../src/emit.js";
-import { jsonParts, jsonString, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/parts.js";
+import { bundleOf, bundleTexts, renderBundle, type Bundle, type Sink } from "../src/bundle/bundle.js";
+import { compareBundle } from "../src/bundle/emit.js";
+import { jsonParts, jsonString, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */

@@ -2,8 +2,8 @@ import { readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
-import { compile } from "../src/compile.js";
-import { loadConfig } from "../src/config.js";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const CACHE = "node_modules/.cache/skillbake/skills.config.json.json";

@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CONFIG_LOAD_TIMEOUT_MS } from "../src/config.js";
+import { CONFIG_LOAD_TIMEOUT_MS } from "../src/compile/config.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const VALID = `export default { agents: { main: { skills: [{ root: "skills" }] } } };\n`;

@@ -1,6 +1,6 @@
 import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { configJsonSchema, configSchema } from "../src/config.js";
+import { configJsonSchema, configSchema } from "../src/compile/config.js";
 
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const validate = new Ajv2020({ strict: false }).compile(configJsonSchema());

@@ -3,8 +3,8 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { countLineChanges, diffBundles, diffLines, EMPTY_MANIFEST, estimateTokens, parseManifest, unifiedDiff, type Manifest } from "../src/diff.js";
-import { formatDiffMarkdown, formatDiffPretty } from "../src/diff-format.js";
+import { countLineChanges, diffBundles, diffLines, EMPTY_MANIFEST, estimateTokens, parseManifest, unifiedDiff, type Manifest } from "../src/review/diff.js";
+import { formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const plain = { red: (t: string) => t, yellow: (t: string) => t, dim: (t: string) => t, bold: (t: string) => t };

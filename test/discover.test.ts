@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { discoverRoot } from "../src/discover.js";
+import { discoverRoot } from "../src/compile/discover.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 const list = async (root: string) => (await discoverRoot(root, (path) => path.slice(root.length + 1) || ".")).skills.map((skill) => skill.dir);

@@ -5,10 +5,10 @@ import fc from "fast-check";
 import { glob } from "tinyglobby";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import type { RuleCode } from "../src/diagnostics.js";
-import { frontmatterJsonSchema, OPTIONAL_FIELD_NAMES } from "../src/model.js";
-import { parseSkillFile } from "../src/parse.js";
-import { validateSkill } from "../src/validate.js";
+import type { RuleCode } from "../src/compile/diagnostics.js";
+import { frontmatterJsonSchema, OPTIONAL_FIELD_NAMES } from "../src/compile/model.js";
+import { parseSkillFile } from "../src/compile/parse.js";
+import { validateSkill } from "../src/compile/validate.js";
 import { REPO } from "./helpers.js";
 
 /**

@@ -4,10 +4,10 @@ import { transformSync } from "esbuild";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { bundleOf, bundleTexts } from "../src/bundle.js";
-import { RULES, type Finding } from "../src/diagnostics.js";
-import { MAX_SKILL_FILE_BYTES, parseSkillFile } from "../src/parse.js";
-import { validateSkill } from "../src/validate.js";
+import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
+import { RULES, type Finding } from "../src/compile/diagnostics.js";
+import { MAX_SKILL_FILE_BYTES, parseSkillFile } from "../src/compile/parse.js";
+import { validateSkill } from "../src/compile/validate.js";
 import { REPO, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /**

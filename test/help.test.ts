@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closest } from "../src/suggest.js";
+import { closest } from "../src/compile/suggest.js";
 import { runCli, tempDir, writeTree } from "./helpers.js";
 
 describe("--help", () => {

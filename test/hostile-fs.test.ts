@@ -3,9 +3,9 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { bundleOf, bundleTexts } from "../src/bundle.js";
-import type { Diagnostic } from "../src/diagnostics.js";
-import { MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/discover.js";
+import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
+import type { Diagnostic } from "../src/compile/diagnostics.js";
+import { MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
 import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { optionalFields } from "../src/model.js";
+import { optionalFields } from "../src/compile/model.js";
 
 describe("allowed-tools", () => {
   const parse = (value: unknown) => optionalFields["allowed-tools"].parse(value);

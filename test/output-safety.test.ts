@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { recoverInterruptedBuild } from "../src/emit.js";
+import { recoverInterruptedBuild } from "../src/bundle/emit.js";
 import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseSkillFile } from "../src/parse.js";
+import { parseSkillFile } from "../src/compile/parse.js";
 
 const encode = (text: string) => new TextEncoder().encode(text);
 

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compareStrings } from "../src/diagnostics.js";
-import { comparePaths } from "../src/discover.js";
+import { compareStrings } from "../src/compile/diagnostics.js";
+import { comparePaths } from "../src/compile/discover.js";
 
 /** SPEC §3's path order, by its definition: segment by segment, each compared bytewise, a prefix first. */
 function bySegments(a: string, b: string): number {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { renderCatalogue, renderInline, renderPrompt } from "../src/render.js";
+import { renderCatalogue, renderInline, renderPrompt } from "../src/compile/render.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);

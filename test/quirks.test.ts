@@ -175,7 +175,7 @@ describe("frontmatter keys that are JavaScript's own names", () => {
     const extra = result.agents[0]!.skills[0]!.extra;
     expect(Object.getPrototypeOf(extra)).toBe(Object.prototype);
     expect(Object.entries(extra)).toEqual([["__proto__", "polluted"], ["constructor", "built"]]);
-    const { stableJson } = await import("../src/parts.js");
+    const { stableJson } = await import("../src/bundle/parts.js");
     expect(JSON.parse(stableJson(extra))).toEqual(JSON.parse('{"__proto__":"polluted","constructor":"built"}'));
   });
 });

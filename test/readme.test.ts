@@ -8,11 +8,11 @@ import { join } from "node:path";
 import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { configJsonSchema, configSchema, loadConfig } from "../src/config.js";
-import { RULES } from "../src/diagnostics.js";
-import { parseSkillFile } from "../src/parse.js";
-import { renderPrompt, type PromptSkill } from "../src/render.js";
-import { validateSkill } from "../src/validate.js";
+import { configJsonSchema, configSchema, loadConfig } from "../src/compile/config.js";
+import { RULES } from "../src/compile/diagnostics.js";
+import { parseSkillFile } from "../src/compile/parse.js";
+import { renderPrompt, type PromptSkill } from "../src/compile/render.js";
+import { validateSkill } from "../src/compile/validate.js";
 import { REPO, tempDir, writeTree } from "./helpers.js";
 
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
@@ -92,7 +92,7 @@ describe("README", () => {
     const rows = tableRows(section("config-reference"));
     // `agents.<id>.skills[].root` in the README is `agents.*.skills[].root` in the schema walk.
     const documented = new Map(rows.map((row) => [unquote(row[0]!).replace(/<[^>]+>/g, "*"), row]));
-    expect([...documented.keys()], "README config reference rows (add or remove rows to match src/config.ts)").toEqual(expected.map((setting) => setting.path));
+    expect([...documented.keys()], "README config reference rows (add or remove rows to match src/compile/config.ts)").toEqual(expected.map((setting) => setting.path));
     for (const setting of expected) {
       const [, type, defaultCell] = documented.get(setting.path)!;
       const shouldBe = setting.required ? "required" : "default" in setting ? `\`${JSON.stringify(setting.default)}\`` : "—";

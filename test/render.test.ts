@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { locate, renderPrompt, type PromptSkill } from "../src/render.js";
+import { locate, renderPrompt, type PromptSkill } from "../src/compile/render.js";
 
 const skill = (overrides: Partial<PromptSkill> = {}): PromptSkill => ({
   name: "pdf",

@@ -1,8 +1,8 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { main } from "../src/cli.js";
-import type { Diagnostic } from "../src/diagnostics.js";
-import { formatPretty, readSourceLines, styleFor } from "../src/report.js";
+import { main } from "../src/cli/main.js";
+import type { Diagnostic } from "../src/compile/diagnostics.js";
+import { formatPretty, readSourceLines, styleFor } from "../src/cli/report.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const plain = styleFor({ isTTY: false }, {});

@@ -4,7 +4,7 @@ import { readdir, readFile, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { stableJson } from "../src/parts.js";
+import { stableJson } from "../src/bundle/parts.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A catalogue whose names sort differently by locale than bytewise, nested folders, and a date-like field. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { renderInline, renderPrompt, type PromptSkill } from "../src/render.js";
+import { renderInline, renderPrompt, type PromptSkill } from "../src/compile/render.js";
 import { applyArguments, createRuntime, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
 
 describe("splitShellWords", () => {
@@ -139,7 +139,7 @@ describe("createRuntime", () => {
   });
 });
 
-describe("renderSkill agrees with the prompt's inline blocks (src/render.ts)", () => {
+describe("renderSkill agrees with the prompt's inline blocks (src/compile/render.ts)", () => {
   const tricky = file("x&y", { location: `/srv/a "b"/<c>/SKILL.md`, baseDir: "/srv/a 'b'\n/<c>", body: "Body with </skill> & $HOME" });
   for (const format of ["pi", "markdown"] as const) {
     it(`${format}: with no arguments, renderSkill is the block the prompt holds`, () => {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import AjvModule from "ajv";
 import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { manifestSchema } from "../src/manifest.js";
+import { manifestSchema } from "../src/bundle/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const Ajv = AjvModule.default ?? AjvModule;

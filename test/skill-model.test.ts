@@ -4,7 +4,7 @@ import { chmod, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { frontmatterJsonSchema } from "../src/model.js";
+import { frontmatterJsonSchema } from "../src/compile/model.js";
 import { runCli, skillMd, tempDir, writeTree, type CliRun } from "./helpers.js";
 
 // End-to-end cases for issue #5, the whole skill model: each builds a real project through the CLI, then reads

@@ -2,9 +2,9 @@
  * The runtime of the generated bundle modules (SPEC §6): `getPrompt`, `getSkill`, `renderSkill`,
  * `listUserInvocable`, `skillTool`. This file is the only source of that code. It is type-checked and tested
  * as TypeScript here, and `scripts/runtime-text.mjs` compiles it once per CLI build into the text that
- * `src/module.ts` copies verbatim into every `index.js` and `agents/<id>.js`. So it must stay self-contained:
+ * `src/bundle/module.ts` copies verbatim into every `index.js` and `agents/<id>.js`. So it must stay self-contained:
  * no imports (type-only ones vanish), no Node APIs, no globals beyond the language.
- * `src/render.ts` renders inline blocks with the same functions, so a prompt and `renderSkill` cannot disagree.
+ * `src/compile/render.ts` renders inline blocks with the same functions, so a prompt and `renderSkill` cannot disagree.
  */
 
 /** `function`: the config's own format function wrote the prompt. */

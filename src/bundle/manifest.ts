@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { GENERATOR, SCHEMA_VERSION } from "./bundle.js";
-import { RULE_CODES } from "./diagnostics.js";
-import { optionalFields } from "./model.js";
+import { RULE_CODES } from "../compile/diagnostics.js";
+import { optionalFields } from "../compile/model.js";
 
 /**
  * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:

@@ -1,7 +1,7 @@
-import { configJsonSchema } from "../config.js";
-import { manifestJsonSchema } from "../manifest.js";
-import { frontmatterJsonSchema } from "../model.js";
-import { didYouMean } from "../suggest.js";
+import { configJsonSchema } from "../../compile/config.js";
+import { manifestJsonSchema } from "../../bundle/manifest.js";
+import { frontmatterJsonSchema } from "../../compile/model.js";
+import { didYouMean } from "../../compile/suggest.js";
 import { UsageError, write, type Command } from "./command.js";
 
 /** Each schema is generated from the zod model the compiler itself validates with. */

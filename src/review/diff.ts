@@ -4,10 +4,10 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { SCHEMA_VERSION } from "./bundle.js";
-import { stableJson } from "./parts.js";
-import { compareStrings } from "./diagnostics.js";
-import type { Mode } from "./select.js";
+import { SCHEMA_VERSION } from "../bundle/bundle.js";
+import { stableJson } from "../bundle/parts.js";
+import { compareStrings } from "../compile/diagnostics.js";
+import type { Mode } from "../compile/select.js";
 
 // ---------------------------------------------------------------------------------------------------------
 // Line diff

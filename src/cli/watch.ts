@@ -1,6 +1,6 @@
 import { lstatSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";
-import { build, type BuildOptions, type BuildResult } from "./api.js";
+import { build, type BuildOptions, type BuildResult } from "../api.js";
 
 /** One build of a watch session. */
 export interface WatchBuild {

@@ -1,4 +1,4 @@
-import packageJson from "../package.json" with { type: "json" };
+import packageJson from "../../package.json" with { type: "json" };
 
 /** Set by scripts/build-cli.mjs: a digest of the sources the bundle was built from. */
 declare const __SKILLBAKE_BUILD__: string | undefined;

@@ -4,8 +4,8 @@ import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
 import { GENERATOR, renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
-import { resolveRoot, type LoadedConfig } from "./config.js";
-import { hashFile } from "./resources.js";
+import { resolveRoot, type LoadedConfig } from "../compile/config.js";
+import { hashFile } from "../compile/resources.js";
 
 /** The outDir is one skillbake must not replace, or another build is writing it; the CLI exits 2. */
 export class OutputError extends Error {

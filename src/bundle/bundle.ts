@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import type { Compilation } from "./compile.js";
-import { compareStrings } from "./diagnostics.js";
+import type { Compilation } from "../compile/compile.js";
+import { compareStrings } from "../compile/diagnostics.js";
 import type { Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
 import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type Part } from "./parts.js";
-import { summarizeStructure } from "./resources.js";
+import { summarizeStructure } from "../compile/resources.js";
 
 export const SCHEMA_VERSION = 1;
 export const GENERATOR = "skillbake";

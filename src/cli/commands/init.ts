@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { CONFIG_FILE_NAMES } from "../config.js";
+import { CONFIG_FILE_NAMES } from "../../compile/config.js";
 import { write, type Command } from "./command.js";
 
 export const EXAMPLE_SKILL = "explain-code";

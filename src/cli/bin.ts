@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { main } from "./cli.js";
+import { main } from "./main.js";
 
 main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() }).then(exit, (error: unknown) => {
   process.stderr.write(`skills: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\nPlease report this with the command you ran.\n`);

@@ -1,11 +1,11 @@
 import { relative } from "node:path";
-import { build, check, type BuildResult, type CheckResult } from "../api.js";
-import { ConfigError } from "../config.js";
-import { OutputError } from "../emit.js";
-import { escapeInvisible } from "../escape-invisible.js";
+import { build, check, type BuildResult, type CheckResult } from "../../api.js";
+import { ConfigError } from "../../compile/config.js";
+import { OutputError } from "../../bundle/emit.js";
+import { escapeInvisible } from "../../compile/escape-invisible.js";
 import { watchBuild } from "../watch.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, styleFor, type OutputFormat, type Style } from "../report.js";
-import { didYouMean } from "../suggest.js";
+import { didYouMean } from "../../compile/suggest.js";
 import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)

@@ -1,13 +1,13 @@
 import { parseArgs } from "node:util";
-import { ConfigError } from "./config.js";
-import { OutputError } from "./emit.js";
+import { ConfigError } from "../compile/config.js";
+import { OutputError } from "../bundle/emit.js";
 import { buildCommand, checkCommand } from "./commands/build.js";
 import { UsageError, write, type Command, type CommandIO } from "./commands/command.js";
 import { diffCommand } from "./commands/diff.js";
 import { initCommand } from "./commands/init.js";
 import { listCommand } from "./commands/list.js";
 import { schemaCommand } from "./commands/schema.js";
-import { didYouMean } from "./suggest.js";
+import { didYouMean } from "../compile/suggest.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
 const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand, schemaCommand];

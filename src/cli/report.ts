@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { countBySeverity, type Diagnostic } from "./diagnostics.js";
-import { escapeInvisible } from "./escape-invisible.js";
-import { MAX_SKILL_FILE_BYTES } from "./parse.js";
+import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
+import { escapeInvisible } from "../compile/escape-invisible.js";
+import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
 

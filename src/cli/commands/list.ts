@@ -1,8 +1,8 @@
 import { relative } from "node:path";
-import { check, type CheckResult } from "../api.js";
-import type { CompiledAgent } from "../compile.js";
-import { escapeInvisible } from "../escape-invisible.js";
-import { didYouMean } from "../suggest.js";
+import { check, type CheckResult } from "../../api.js";
+import type { CompiledAgent } from "../../compile/compile.js";
+import { escapeInvisible } from "../../compile/escape-invisible.js";
+import { didYouMean } from "../../compile/suggest.js";
 import { UsageError, write, type Command } from "./command.js";
 
 export const listCommand: Command = {

@@ -1,7 +1,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { diffBundles, EMPTY_MANIFEST, ManifestError, parseManifest, type Manifest } from "../diff.js";
-import { formatDiffJson, formatDiffMarkdown, formatDiffPretty, type DiffFormat } from "../diff-format.js";
+import { diffBundles, EMPTY_MANIFEST, ManifestError, parseManifest, type Manifest } from "../../review/diff.js";
+import { formatDiffJson, formatDiffMarkdown, formatDiffPretty, type DiffFormat } from "../../review/diff-format.js";
 import { styleFor } from "../report.js";
 import { UsageError, write, type Command } from "./command.js";
 

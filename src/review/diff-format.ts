@@ -1,7 +1,7 @@
 /** `skills diff` output: the same items in `pretty` (a terminal), `markdown` (a pull-request comment) and `json`. */
 import { TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff } from "./diff.js";
-import { escapeInvisible } from "./escape-invisible.js";
-import type { Style } from "./report.js";
+import { escapeInvisible } from "../compile/escape-invisible.js";
+import type { Style } from "../cli/report.js";
 
 export type DiffFormat = "pretty" | "markdown" | "json";
 
