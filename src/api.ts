@@ -1,7 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
-import { BuildCache, bundleFingerprint } from "./compile/cache.js";
+import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
+import { BuildCache } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
 import { loadConfig } from "./compile/config.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";

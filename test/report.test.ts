@@ -2,7 +2,8 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { main } from "../src/cli/main.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
-import { formatPretty, readSourceLines, styleFor } from "../src/cli/report.js";
+import { formatPretty, readSourceLines } from "../src/cli/report.js";
+import { styleFor } from "../src/compile/terminal.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const plain = styleFor({ isTTY: false }, {});

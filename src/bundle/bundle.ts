@@ -2,25 +2,33 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Compilation } from "../compile/compile.js";
 import { compareStrings } from "../compile/diagnostics.js";
-import type { Manifest } from "./manifest.js";
+import { GENERATOR, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
-import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type Part } from "./parts.js";
+import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
 import { summarizeStructure } from "../compile/resources.js";
-
-export const SCHEMA_VERSION = 1;
-export const GENERATOR = "skillbake";
-
-export type BundleFile =
-  /** Bodies appear in increasing index order, each at most once. */
-  | { path: string; parts: Part[] }
-  /** The same text as the file at `sameAs` (a single agent's module is index.js): linked, not written twice. */
-  | { path: string; sameAs: string };
+import { TOOL_VERSION } from "../compile/version.js";
 
 export interface Bundle {
   /** Every file of the bundle (SPEC §6); a file comes after any file it takes a hash of or is the same as. */
   files: BundleFile[];
   /** The bundled skills' bodies, by skill in manifest order. */
   bodies: string[];
+}
+
+/**
+ * The digest of everything a bundle is made from: the compilation (bodies stand in by their SKILL.md's hash;
+ * format functions by the prompts they rendered), the outDir and the tool. Equal digests, equal bundles. Keys
+ * stay in the order the compiler built them: the same inputs build them in the same order. Hashed a piece at a
+ * time: a 10,000-skill compilation is ~15 MB of JSON.
+ */
+export function bundleFingerprint(compilation: Compilation): string {
+  const { file, dir, config, inputs } = compilation.config;
+  const hash = createHash("sha256").update(JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, diagnostics: compilation.diagnostics }));
+  for (const { skills, ...agent } of compilation.agents) {
+    hash.update(JSON.stringify(agent));
+    for (const { body: _body, ...skill } of skills) hash.update(JSON.stringify(skill));
+  }
+  return hash.digest("hex");
 }
 
 /**

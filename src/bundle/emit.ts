@@ -3,7 +3,8 @@ import { closeSync, constants, copyFileSync, fstatSync, linkSync, mkdirSync, ope
 import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
-import { GENERATOR, renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
+import { renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
+import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { hashFile } from "../compile/resources.js";
 

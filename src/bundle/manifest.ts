@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { GENERATOR, SCHEMA_VERSION } from "./bundle.js";
 import { RULE_CODES } from "../compile/diagnostics.js";
 import { optionalFields } from "../compile/model.js";
 
@@ -8,6 +7,10 @@ import { optionalFields } from "../compile/model.js";
  * `bundle.ts` builds a `Manifest`, `skills schema manifest` publishes the JSON Schema, and readers can parse
  * with it. A change that breaks readers bumps `schemaVersion`.
  */
+export const SCHEMA_VERSION = 1;
+/** The manifest's top-level `generator`: how `skills build` tells a bundle it wrote (see `emit.ts`). */
+export const GENERATOR = "skillbake";
+
 const skillMode = z.enum(["available", "inline"]);
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 

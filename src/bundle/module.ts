@@ -1,9 +1,8 @@
 import { basename } from "node:path";
 import { z } from "zod";
-import type { BundleFile } from "./bundle.js";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { optionalFields } from "../compile/model.js";
-import { asciiOnly, jsonParts, MODULE_STYLE, type Part } from "./parts.js";
+import { asciiOnly, jsonParts, MODULE_STYLE, type BundleFile, type Part } from "./parts.js";
 import type { AgentData, SkillTable } from "../runtime/helpers.js";
 
 /** The compiled text of src/runtime/helpers.ts, put in by the build (scripts/runtime-text.mjs). */

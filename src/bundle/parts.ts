@@ -23,6 +23,12 @@ export interface HashPart {
   sha256Of: string;
 }
 
+export type BundleFile =
+  /** Bodies appear in increasing index order, each at most once. */
+  | { path: string; parts: Part[] }
+  /** The same text as the file at `sameAs` (a single agent's module is index.js): linked, not written twice. */
+  | { path: string; sameAs: string };
+
 /** Where a value's JSON text leaves room for a part of its own: a body or a hash. */
 export class Slot {
   constructor(readonly part: BodyPart | HashPart) {}

@@ -1,25 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
-import { escapeInvisible } from "../compile/escape-invisible.js";
+import { escapeInvisible, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
-
-export interface Style {
-  red(text: string): string;
-  yellow(text: string): string;
-  dim(text: string): string;
-  bold(text: string): string;
-}
-
-/** Colour only on a TTY; NO_COLOR turns it off, FORCE_COLOR (other than 0) on. */
-export function styleFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): Style {
-  const force = env.FORCE_COLOR;
-  const enabled = force !== undefined && force !== "" ? force !== "0" && force !== "false" : !env.NO_COLOR && stream.isTTY === true;
-  const wrap = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
-  return { red: wrap(31, 39), yellow: wrap(33, 39), dim: wrap(2, 22), bold: wrap(1, 22) };
-}
 
 /** The lines of the files that diagnostics point into, keyed by `Diagnostic.file`: what code frames quote. */
 export type SourceLines = ReadonlyMap<string, readonly string[]>;

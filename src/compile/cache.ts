@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import type { Compilation } from "./compile.js";
 import type { LoadedConfig } from "./config.js";
 import { RULES, type Finding } from "./diagnostics.js";
 import { skillBody } from "./parse.js";
@@ -131,22 +130,6 @@ export class BuildCache {
       rmSync(temporary, { force: true });
     }
   }
-}
-
-/**
- * The digest of everything a bundle is made from: the compilation (bodies stand in by their SKILL.md's hash;
- * format functions by the prompts they rendered), the outDir and the tool. Equal digests, equal bundles. Keys
- * stay in the order the compiler built them: the same inputs build them in the same order. Hashed a piece at a
- * time: a 10,000-skill compilation is ~15 MB of JSON.
- */
-export function bundleFingerprint(compilation: Compilation): string {
-  const { file, dir, config, inputs } = compilation.config;
-  const hash = createHash("sha256").update(JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, diagnostics: compilation.diagnostics }));
-  for (const { skills, ...agent } of compilation.agents) {
-    hash.update(JSON.stringify(agent));
-    for (const { body: _body, ...skill } of skills) hash.update(JSON.stringify(skill));
-  }
-  return hash.digest("hex");
 }
 
 function readContents(file: string, key: string): CacheContents | undefined {

@@ -7,11 +7,11 @@ import { glob } from "tinyglobby";
 import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
-import { NAME_PATTERN, type SkillFields } from "./model.js";
+import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { parseSkillFile } from "./parse.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
-import { selectAgent, type Mode, type RootSkill, type SelectedSkill } from "./select.js";
+import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { suggestName, validateSkill } from "./validate.js";
 
 /** One skill as one agent sees it. */

@@ -80,3 +80,6 @@ export const OPTIONAL_FIELD_NAMES = Object.keys(optionalFields) as OptionalField
 export const KNOWN_FIELD_NAMES: readonly string[] = ["name", "description", ...OPTIONAL_FIELD_NAMES];
 
 export type SkillFields = { -readonly [K in OptionalFieldName]?: z.output<(typeof optionalFields)[K]> };
+
+/** How an agent sees a skill: listed in its catalogue, or inlined whole into its prompt. */
+export type Mode = "available" | "inline";

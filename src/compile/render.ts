@@ -1,7 +1,6 @@
 import { posix } from "node:path";
-import type { SkillFields } from "./model.js";
+import type { Mode, SkillFields } from "./model.js";
 import { escapeXml, oneLine, renderInlineBlock } from "../runtime/helpers.js";
-import type { Mode } from "./select.js";
 
 export type LocationSetting = "absolute" | "relative" | { base: string };
 export type FormatName = "pi" | "markdown";

@@ -2,6 +2,7 @@ import picomatch from "picomatch";
 import type { AgentConfig, SourceConfig } from "./config.js";
 import { compareStrings, type Finding } from "./diagnostics.js";
 import { comparePaths } from "./discover.js";
+import type { Mode } from "./model.js";
 import { findSkillTag, type SkillContent } from "./validate.js";
 
 /** A valid skill as found in one root. */
@@ -17,8 +18,6 @@ export interface RootSkill extends SkillContent {
   /** The skill folder's files, relative to it, in path order (see `DiscoveredSkill.files`). */
   files: readonly string[];
 }
-
-export type Mode = "available" | "inline";
 
 export interface SelectedSkill {
   skill: RootSkill;

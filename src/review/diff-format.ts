@@ -1,7 +1,6 @@
 /** `skills diff` output: the same items in `pretty` (a terminal), `markdown` (a pull-request comment) and `json`. */
 import { TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff } from "./diff.js";
-import { escapeInvisible } from "../compile/escape-invisible.js";
-import type { Style } from "../cli/report.js";
+import { escapeInvisible, type Style } from "../compile/terminal.js";
 
 export type DiffFormat = "pretty" | "markdown" | "json";
 

@@ -4,10 +4,10 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { SCHEMA_VERSION } from "../bundle/bundle.js";
+import { SCHEMA_VERSION } from "../bundle/manifest.js";
 import { stableJson } from "../bundle/parts.js";
 import { compareStrings } from "../compile/diagnostics.js";
-import type { Mode } from "../compile/select.js";
+import type { Mode } from "../compile/model.js";
 
 // ---------------------------------------------------------------------------------------------------------
 // Line diff

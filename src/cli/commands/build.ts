@@ -2,9 +2,9 @@ import { relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
 import { ConfigError } from "../../compile/config.js";
 import { OutputError } from "../../bundle/emit.js";
-import { escapeInvisible } from "../../compile/escape-invisible.js";
+import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
-import { formatGithub, formatPretty, formatSummary, readSourceLines, styleFor, type OutputFormat, type Style } from "../report.js";
+import { formatGithub, formatPretty, formatSummary, readSourceLines, type OutputFormat } from "../report.js";
 import { didYouMean } from "../../compile/suggest.js";
 import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
 

@@ -2,7 +2,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { diffBundles, EMPTY_MANIFEST, ManifestError, parseManifest, type Manifest } from "../../review/diff.js";
 import { formatDiffJson, formatDiffMarkdown, formatDiffPretty, type DiffFormat } from "../../review/diff-format.js";
-import { styleFor } from "../report.js";
+import { styleFor } from "../../compile/terminal.js";
 import { UsageError, write, type Command } from "./command.js";
 
 const FORMATS: readonly DiffFormat[] = ["pretty", "markdown", "json"];

@@ -1,7 +1,7 @@
 import { relative } from "node:path";
 import { check, type CheckResult } from "../../api.js";
 import type { CompiledAgent } from "../../compile/compile.js";
-import { escapeInvisible } from "../../compile/escape-invisible.js";
+import { escapeInvisible } from "../../compile/terminal.js";
 import { didYouMean } from "../../compile/suggest.js";
 import { UsageError, write, type Command } from "./command.js";
 

@@ -1,5 +1,8 @@
 import { HIDDEN_CHARACTER } from "./validate.js";
 
+// What text shown to a person needs, in a terminal, a CI log or a pull-request comment: untrusted text escaped,
+// colour where the stream takes it. The CLI's reports and review's diff formats both use it.
+
 /** What a terminal would act on or hide rather than show: the hidden characters, plus tab and line feed. */
 const INVISIBLE = new RegExp(`[\\t\\n]|${HIDDEN_CHARACTER.source}`, "gu");
 const INVISIBLE_BUT_TAB = new RegExp(`\\n|${HIDDEN_CHARACTER.source}`, "gu");
@@ -20,4 +23,19 @@ export function escapeInvisible(text: string, { keepTabs = false } = {}): string
     const hex = code.toString(16);
     return code <= 0xff ? `\\x${hex.padStart(2, "0")}` : code <= 0xffff ? `\\u${hex.padStart(4, "0")}` : `\\u{${hex}}`;
   });
+}
+
+export interface Style {
+  red(text: string): string;
+  yellow(text: string): string;
+  dim(text: string): string;
+  bold(text: string): string;
+}
+
+/** Colour only on a TTY; NO_COLOR turns it off, FORCE_COLOR (other than 0) on. */
+export function styleFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): Style {
+  const force = env.FORCE_COLOR;
+  const enabled = force !== undefined && force !== "" ? force !== "0" && force !== "false" : !env.NO_COLOR && stream.isTTY === true;
+  const wrap = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
+  return { red: wrap(31, 39), yellow: wrap(33, 39), dim: wrap(2, 22), bold: wrap(1, 22) };
 }
