@@ -1,7 +1,7 @@
 /**
- * The README's reference sections are checked against the code they describe, so neither can change alone:
- * the config reference against the zod schema, the diagnostics table against RULES, and the prompt format
- * examples against the renderer.
+ * The README and its reference pages (docs/*.md) are checked against the code they describe, so neither can
+ * change alone: the config reference against the zod schema, the diagnostics table against RULES, the editor
+ * recipes against the loader and the published schema, and the prompt format examples against the renderer.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -18,10 +18,20 @@ import { REPO, tempDir, writeTree } from "./helpers.js";
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const readme = await readFile(join(REPO, "README.md"), "utf8");
 
-/** The text between `<!-- NAME:start -->` and `<!-- NAME:end -->`. */
-function section(name: string): string {
-  const match = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(readme);
-  if (!match) throw new Error(`README.md has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
+/** A reference page, `docs/NAME.md`. */
+function page(name: string): Promise<string> {
+  return readFile(join(REPO, "docs", `${name}.md`), "utf8");
+}
+
+const configuration = await page("configuration");
+const diagnostics = await page("diagnostics");
+const editor = await page("editor");
+const formats = await page("formats");
+
+/** The text of `file` between `<!-- NAME:start -->` and `<!-- NAME:end -->`. */
+function section(text: string, file: string, name: string): string {
+  const match = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(text);
+  if (!match) throw new Error(`${file} has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
   return match[1]!;
 }
 
@@ -79,7 +89,7 @@ function descend(node: SchemaNode, path: string, out: Setting[]): void {
   if (node.items) descend(node.items, `${path}[]`, out);
 }
 
-describe("README", () => {
+describe("README and docs", () => {
   it("keeps the two commands first", () => {
     const first = /^## (.+)$/m.exec(readme)![1];
     expect(first).toBe("The two commands");
@@ -89,10 +99,10 @@ describe("README", () => {
   it("documents every config setting, with the schema's defaults and choices", () => {
     const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as SchemaNode;
     const expected = settings(schema);
-    const rows = tableRows(section("config-reference"));
-    // `agents.<id>.skills[].root` in the README is `agents.*.skills[].root` in the schema walk.
+    const rows = tableRows(section(configuration, "docs/configuration.md", "config-reference"));
+    // `agents.<id>.skills[].root` in the docs is `agents.*.skills[].root` in the schema walk.
     const documented = new Map(rows.map((row) => [unquote(row[0]!).replace(/<[^>]+>/g, "*"), row]));
-    expect([...documented.keys()], "README config reference rows (add or remove rows to match src/compile/config.ts)").toEqual(expected.map((setting) => setting.path));
+    expect([...documented.keys()], "docs/configuration.md config reference rows (add or remove rows to match src/compile/config.ts)").toEqual(expected.map((setting) => setting.path));
     for (const setting of expected) {
       const [, type, defaultCell] = documented.get(setting.path)!;
       const shouldBe = setting.required ? "required" : "default" in setting ? `\`${JSON.stringify(setting.default)}\`` : "—";
@@ -102,8 +112,8 @@ describe("README", () => {
   });
 
   it("gives a skills.config.json recipe, with $schema, that loads and that the published schema accepts", async () => {
-    const recipe = /```json\n\s*(\{ "\$schema"[^\n]*)\n\s*```/.exec(readme);
-    expect(recipe, "README.md shows a skills.config.json with $schema").not.toBeNull();
+    const recipe = /```json\n\s*(\{ "\$schema"[^\n]*)\n\s*```/.exec(editor);
+    expect(recipe, "docs/editor.md shows a skills.config.json with $schema").not.toBeNull();
     const dir = await tempDir();
     await writeTree(dir, { "skills.config.json": recipe![1]! });
     const loaded = await loadConfig(undefined, dir);
@@ -113,8 +123,8 @@ describe("README", () => {
   });
 
   it("gives a SKILL.md recipe whose yaml-language-server comment the compiler ignores", () => {
-    const recipe = /```markdown\n((?: *)---\n *# yaml-language-server: \$schema=[\s\S]*?)\n *```/.exec(readme);
-    expect(recipe, "README.md shows frontmatter with a yaml-language-server comment").not.toBeNull();
+    const recipe = /```markdown\n((?: *)---\n *# yaml-language-server: \$schema=[\s\S]*?)\n *```/.exec(editor);
+    expect(recipe, "docs/editor.md shows frontmatter with a yaml-language-server comment").not.toBeNull();
     const text = recipe![1]!.replace(/^ {2}/gm, "");
     const parsed = parseSkillFile("skills/release-notes/SKILL.md", new TextEncoder().encode(text), false);
     const { content, findings } = validateSkill("skills/release-notes/SKILL.md", "release-notes", parsed);
@@ -125,7 +135,7 @@ describe("README", () => {
   it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {
     const effect = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", none: "—" } as const;
     const expected = Object.entries(RULES).map(([code, rule]) => [`\`${code}\``, rule.severity, effect[rule.skip], rule.when]);
-    expect(tableRows(section("diagnostics"))).toEqual(expected);
+    expect(tableRows(section(diagnostics, "docs/diagnostics.md", "diagnostics"))).toEqual(expected);
   });
 
   it("shows each prompt format exactly as it renders", () => {
@@ -143,8 +153,8 @@ describe("README", () => {
       skill("git-commit", "inline", "Write a commit message. Use when committing.", "# Commit\n\nSummarise the change in one line."),
     ];
     for (const format of ["pi", "markdown"] as const) {
-      const example = new RegExp(`<!-- format-example: ${format} -->\\n\`\`\`text\\n([\\s\\S]*?)\\n\`\`\``).exec(readme);
-      expect(example, `README.md has a <!-- format-example: ${format} --> block`).not.toBeNull();
+      const example = new RegExp(`<!-- format-example: ${format} -->\\n\`\`\`text\\n([\\s\\S]*?)\\n\`\`\``).exec(formats);
+      expect(example, `docs/formats.md has a <!-- format-example: ${format} --> block`).not.toBeNull();
       expect(example![1]).toBe(renderPrompt(format, skills).prompt);
     }
   });
