@@ -2,9 +2,11 @@
  * The README and its reference pages (docs/*.md) are checked against the code they describe, so neither can
  * change alone: the config reference against the zod schema, the diagnostics table against RULES, the editor
  * recipes against the loader and the published schema, and the prompt format examples against the renderer.
+ * The README links every page, and no relative link in them leads nowhere.
  */
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
 import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -27,6 +29,32 @@ const configuration = await page("configuration");
 const diagnostics = await page("diagnostics");
 const editor = await page("editor");
 const formats = await page("formats");
+
+/** Every page under docs/, as `docs/NAME.md`. */
+const pages = (await readdir(join(REPO, "docs"))).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`).sort();
+
+/** Markdown without its fenced code blocks and code spans, where `[x](y)` and `# x` are not links or headings. */
+function prose(markdown: string): string {
+  return markdown.replace(/^ *```[\s\S]*?^ *```$/gm, "").replace(/`[^`\n]*`/g, "code");
+}
+
+/** The target of every inline link (and image) in a Markdown file's prose. */
+function links(markdown: string): string[] {
+  return [...prose(markdown).matchAll(/\[[^\]]*\]\(([^)\s]+)(?: "[^"]*")?\)/g)].map((match) => match[1]!);
+}
+
+/** The anchors GitHub gives a Markdown file's headings: lowercased, punctuation dropped, spaces to hyphens. */
+function anchors(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  for (const [, heading] of prose(markdown).matchAll(/^#{1,6} +(.+?) *#*$/gm)) {
+    const slug = heading!.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    out.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return out;
+}
 
 /** The text of `file` between `<!-- NAME:start -->` and `<!-- NAME:end -->`. */
 function section(text: string, file: string, name: string): string {
@@ -94,6 +122,39 @@ describe("README and docs", () => {
     const first = /^## (.+)$/m.exec(readme)![1];
     expect(first).toBe("The two commands");
     expect(readme).toContain("```sh\nnpm install && npx skills build   # installs, builds the CLI, compiles ./skills into dist/skills/\nnpm test");
+  });
+
+  it("links every docs page from the README's Reference list", () => {
+    const reference = /^## Reference\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(readme);
+    expect(reference, "README.md has a ## Reference section").not.toBeNull();
+    const linked = links(reference![1]!).map((target) => target.replace(/#.*/, "")).filter((target) => target.startsWith("docs/"));
+    expect([...new Set(linked)].sort()).toEqual(pages);
+  });
+
+  it("starts each docs page with its title and a link back to the README", async () => {
+    for (const file of pages) {
+      const [title, blank, back] = (await readFile(join(REPO, file), "utf8")).split("\n");
+      expect(title, file).toMatch(/^# \S/);
+      expect([blank, back], file).toEqual(["", expect.stringContaining("](../README.md)")]);
+    }
+  });
+
+  it("has no relative link, in the README or docs, to a missing file or heading", async () => {
+    const broken: string[] = [];
+    for (const file of ["README.md", ...pages]) {
+      const text = await readFile(join(REPO, file), "utf8");
+      for (const target of links(text)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: …
+        const [path, anchor] = target.split("#") as [string, string | undefined];
+        const resolved = path === "" ? join(REPO, file) : join(REPO, dirname(file), decodeURI(path));
+        if (!existsSync(resolved)) {
+          broken.push(`${file}: ${target} (no file ${relative(REPO, resolved)})`);
+        } else if (anchor !== undefined && resolved.endsWith(".md") && !anchors(await readFile(resolved, "utf8")).has(decodeURIComponent(anchor))) {
+          broken.push(`${file}: ${target} (no such heading in ${relative(REPO, resolved)})`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it("documents every config setting, with the schema's defaults and choices", () => {
