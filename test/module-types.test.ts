@@ -13,7 +13,7 @@ const TSC = join(REPO, "node_modules/typescript/bin/tsc");
  */
 const FIXTURE = `import { agents, getPrompt, getSkill, listUserInvocable, renderSkill, skillTool, type AgentId, type SkillEntry, type SkillFields, type SkillName } from "./dist/skills/index.js";
 import * as chat from "./dist/skills/agents/chat.js";
-import type { OptionalFieldName } from "${REPO}/src/model.js";
+import type { OptionalFieldName } from "${REPO}/src/compile/model.js";
 import type { SkillEntry as RuntimeEntry } from "${REPO}/src/runtime/helpers.js";
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
