@@ -38,4 +38,6 @@ await Promise.all([
     banner: { js: 'import { createRequire as __skillbakeCreateRequire } from "node:module";\nconst require = __skillbakeCreateRequire(import.meta.url);' },
   }),
   build({ ...common, entryPoints: ["src/index.ts"], outfile: "dist/index.js" }),
+  // The bundler plugins: optional entry points (`skillbake/vite`, `skillbake/esbuild`); vite is only a type here.
+  build({ ...common, entryPoints: ["src/plugins/vite.ts", "src/plugins/esbuild.ts"], outdir: "dist" }),
 ]);

@@ -82,7 +82,11 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   }
 }
 
-async function compileCached(options: CheckOptions): Promise<{ result: CheckResult; cache: BuildCache }> {
+/**
+ * Loads the config and compiles with the build cache; the caller saves the cache (`cache.save()`) when done.
+ * `check` and `build` use it, and so do the bundler plugins, which build in memory.
+ */
+export async function compileCached(options: CheckOptions): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
   const loaded = await loadConfig(options.config, cwd);
   const cache = BuildCache.open(loaded);

@@ -1,0 +1,100 @@
+import type { Plugin, ViteDevServer } from "vite";
+import { affects, isVirtualId, VirtualSkills, type SkillsFailure, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
+
+export type { SkillsPluginOptions } from "./virtual-modules.js";
+
+/** Rollup's convention for a module that is no file: the `\0` keeps other plugins from treating it as a path. */
+const PREFIX = "\0";
+
+/** Changes closer together than this are one: an editor's save, a `git checkout`. */
+const QUIET_MS = 50;
+
+/**
+ * `skillbake/vite`: serves `virtual:skills` and `virtual:skills/<agent>`, compiled from the config in memory.
+ * `vite build` fails on an error in a skill; the dev server recompiles on every change of a skill, a context file
+ * or the config, reports an error in the terminal and the overlay, and goes on serving the last good modules.
+ */
+export default function skills(options: SkillsPluginOptions = {}): Plugin {
+  let virtual: VirtualSkills | undefined;
+  let building = false;
+  /** The latest compilation: `load` waits for it, so a module is never older than the last change seen. */
+  let latest: Promise<SkillsUpdate> | undefined;
+  let server: ViteDevServer | undefined;
+
+  return {
+    name: "skillbake",
+    enforce: "pre",
+    configResolved(config) {
+      virtual = new VirtualSkills(options, config.root);
+      building = config.command === "build";
+    },
+    configureServer(devServer) {
+      server = devServer;
+      let timer: NodeJS.Timeout | undefined;
+      devServer.watcher.on("all", (_event, path) => {
+        if (!latest) return;
+        void latest.then((update) => {
+          if (!affects(update.watch, path)) return;
+          clearTimeout(timer);
+          timer = setTimeout(() => void recompile(devServer), QUIET_MS);
+        });
+      });
+    },
+    async buildStart() {
+      latest ??= compile();
+      const update = await latest;
+      if (update.failure && building) this.error(viteError(update.failure));
+      if (update.warnings) this.warn(update.warnings);
+    },
+    resolveId(id) {
+      return isVirtualId(id) ? PREFIX + id : undefined;
+    },
+    async load(id) {
+      if (!id.startsWith(PREFIX) || !isVirtualId(id.slice(PREFIX.length))) return undefined;
+      const update = await (latest ??= compile());
+      const code = virtual!.module(id.slice(PREFIX.length));
+      if (code !== undefined) return code;
+      // Nothing good to serve yet (the first compilation failed), or an agent the config does not have.
+      if (update.failure) this.error(viteError(update.failure));
+      this.error(`skillbake: "${id.slice(PREFIX.length)}" names no agent of the config; the modules are ${virtual!.ids().map((known) => `"${known}"`).join(", ")}`);
+    },
+  };
+
+  /** Compiles, and in dev tells the terminal and the overlay what failed. */
+  async function compile(): Promise<SkillsUpdate> {
+    const update = await virtual!.update();
+    if (server) {
+      for (const path of [...update.watch.files, ...update.watch.folders]) server.watcher.add(path);
+      if (update.failure) {
+        server.config.logger.error(`[skillbake] ${update.failure.report}\nThe last good skills stay served.`, { timestamp: true });
+        server.environments.client.hot.send({ type: "error", err: { ...viteError(update.failure), stack: "", plugin: "skillbake" } });
+      }
+    }
+    return update;
+  }
+
+  /** After a change: a new compilation, and the modules it changed (and their importers) invalidated. */
+  async function recompile(devServer: ViteDevServer): Promise<void> {
+    const previous = latest;
+    latest = (previous ?? Promise.resolve()).then(compile);
+    const update = await latest;
+    if (update.changed.length === 0) return;
+    for (const environment of Object.values(devServer.environments)) {
+      for (const id of update.changed) {
+        const module = environment.moduleGraph.getModuleById(PREFIX + id);
+        if (module) environment.moduleGraph.invalidateModule(module);
+      }
+    }
+    devServer.environments.client.hot.send({ type: "full-reload" });
+  }
+}
+
+/** A Rollup error: the whole report as its message, located at the first error. */
+function viteError(failure: SkillsFailure): { message: string; id?: string; loc?: { file: string; line: number; column: number } } {
+  const first = failure.errors.find((error) => error.file);
+  return {
+    message: `skills check failed:\n\n${failure.report}`,
+    ...(first?.file ? { id: first.file } : {}),
+    ...(first?.file && first.line ? { loc: { file: first.file, line: first.line, column: first.column! } } : {}),
+  };
+}

@@ -1,0 +1,166 @@
+import { execFile } from "node:child_process";
+import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { build as esbuild, type BuildFailure } from "esbuild";
+import { createServer, createLogger } from "vite";
+import { describe, expect, it } from "vitest";
+import esbuildSkills from "../src/plugins/esbuild.js";
+import viteSkills from "../src/plugins/vite.js";
+import type esbuildDeclared from "../types/esbuild.js";
+import type viteDeclared from "../types/vite.js";
+import { REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const run = promisify(execFile);
+
+// The hand-written declarations of the entry points (types/*.d.ts) and the implementations agree both ways.
+const _viteTypes: [typeof viteDeclared, typeof viteSkills] = [viteSkills, {} as typeof viteDeclared];
+const _esbuildTypes: [typeof esbuildDeclared, typeof esbuildSkills] = [esbuildSkills, {} as typeof esbuildDeclared];
+void _viteTypes;
+void _esbuildTypes;
+
+const BROKEN = "---\nname: alpha\ndescription: [broken\n---\n\nAlpha.\n";
+
+/**
+ * A project of two agents, with `skillbake`, `vite` and `esbuild` in its node_modules as an install would put them
+ * (links to this repository and its dependencies), and a server that prints its agents' prompts.
+ */
+async function project(): Promise<string> {
+  const dir = await tempDir("skillbake-plugins-");
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify({
+      location: "relative",
+      agents: { coding: { skills: [{ root: "skills" }] }, chat: { skills: [{ root: "skills", available: ["beta"] }] } },
+    }),
+    "skills/alpha/SKILL.md": skillMd("alpha"),
+    "skills/beta/SKILL.md": skillMd("beta", "'Beta things: <b> & \"quotes\"; naïve café.'"),
+    "server.ts": 'import { getPrompt } from "virtual:skills";\nimport * as chat from "virtual:skills/chat";\n\nprocess.stdout.write(JSON.stringify([getPrompt("coding"), chat.getPrompt("chat")]));\n',
+    "vite.config.ts": 'import skills from "skillbake/vite";\n\nexport default { plugins: [skills()] };\n',
+    "tsconfig.json": JSON.stringify({ compilerOptions: { strict: true, module: "NodeNext", moduleResolution: "NodeNext", noEmit: true, skipLibCheck: true, types: ["node"] }, include: ["*.ts"] }),
+  });
+  await mkdir(join(dir, "node_modules", "@types"), { recursive: true });
+  await symlink(REPO, join(dir, "node_modules", "skillbake"));
+  for (const name of ["vite", "esbuild", "@types/node"]) await symlink(join(REPO, "node_modules", name), join(dir, "node_modules", name));
+  return dir;
+}
+
+async function viteBuild(dir: string): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [join(REPO, "node_modules", "vite", "bin", "vite.js"), "build", "--ssr", "server.ts"], { cwd: dir, env: { ...process.env, NO_COLOR: "1" } });
+    return { code: 0, output: stdout + stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, output: failed.stdout + failed.stderr };
+  }
+}
+
+/** The prompts `skills build` writes, coding's then chat's. */
+async function builtPrompts(dir: string): Promise<string[]> {
+  expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+  return Promise.all(["coding", "chat"].map((agent) => readFile(join(dir, "dist", "skills", "prompts", `${agent}.txt`), "utf8")));
+}
+
+describe("skillbake/vite", () => {
+  it("builds a server with `vite build --ssr` that prints exactly the prompts `skills build` writes", async () => {
+    const dir = await project();
+    const built = await viteBuild(dir);
+    expect(built.code, built.output).toBe(0);
+    const { stdout } = await run(process.execPath, [join(dir, "dist", "server.mjs")]);
+    expect(JSON.parse(stdout)).toEqual(await builtPrompts(dir));
+  });
+
+  it("fails `vite build` with the error at file:line:col, as `skills check` prints it", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN);
+    const built = await viteBuild(dir);
+    expect(built.code).not.toBe(0);
+    const check = await runCli(["check"], { cwd: dir });
+    const report = check.stderr.slice(0, check.stderr.lastIndexOf("\n\n"));
+    expect(report).toContain("skills/alpha/SKILL.md\n  3:21  error");
+    expect(built.output).toContain(report);
+    expect(built.output).toContain(`${join(dir, "skills", "alpha", "SKILL.md")}:3:21`);
+  });
+
+  it("writes skills-env.d.ts, so tsc checks the agent ids of a server importing virtual:skills", async () => {
+    const dir = await project();
+    expect((await viteBuild(dir)).code).toBe(0);
+    const tsc = [join(REPO, "node_modules", "typescript", "bin", "tsc"), "-p", dir];
+    await run(process.execPath, tsc); // vite.config.ts (typed through skillbake/vite) and server.ts check
+
+    await writeFile(join(dir, "wrong.ts"), 'import { getPrompt, getSkill } from "virtual:skills";\n\ngetPrompt("cooking");\ngetSkill("chat", "alpha");\n');
+    const failed = await run(process.execPath, tsc).catch((error: { stdout: string }) => error);
+    expect("stdout" in failed ? failed.stdout : "").toMatch(/wrong\.ts\(3,11\): error TS2345: Argument of type '"cooking"'[^\n]*\n[^\n]*wrong\.ts\(4,18\): error TS2345: Argument of type '"alpha"'/);
+  });
+
+  it("writes the declaration file where `types` says, and never over a file skillbake did not write", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "vite.config.ts"), 'import skills from "skillbake/vite";\n\nexport default { plugins: [skills({ types: "src/types/skills.d.ts" })] };\n');
+    await mkdir(join(dir, "src", "types"), { recursive: true });
+    await writeFile(join(dir, "src", "types", "skills.d.ts"), "// mine\n");
+    const refused = await viteBuild(dir);
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toContain(`${join(dir, "src", "types", "skills.d.ts")}: exists and was not written by skillbake`);
+    expect(await readFile(join(dir, "src", "types", "skills.d.ts"), "utf8")).toBe("// mine\n");
+
+    await rm(join(dir, "src", "types", "skills.d.ts"));
+    expect((await viteBuild(dir)).code).toBe(0);
+    expect(await readFile(join(dir, "src", "types", "skills.d.ts"), "utf8")).toContain('declare module "virtual:skills/chat" {');
+  });
+
+  it("recompiles in dev on a change: ssrLoadModule sees an edited, added and removed skill; an error keeps the last good modules", async () => {
+    const dir = await project();
+    const errors: string[] = [];
+    const logger = createLogger("error", { allowClearScreen: false });
+    logger.error = (message) => void errors.push(message);
+    const server = await createServer({ root: dir, configFile: false, customLogger: logger, plugins: [viteSkills()], server: { middlewareMode: true, hmr: false, ws: false } });
+    try {
+      const prompt = async () => ((await server.ssrLoadModule("/prompt.ts")) as { prompt: string }).prompt;
+      await writeFile(join(dir, "prompt.ts"), 'import { getPrompt } from "virtual:skills";\n\nexport const prompt = getPrompt("coding");\n');
+      const eventually = async (expected: (text: string) => boolean) => {
+        for (let attempt = 0; attempt < 100 && !expected(await prompt()); attempt++) await new Promise((resolve) => setTimeout(resolve, 50));
+        return prompt();
+      };
+      expect(await prompt()).toContain("Does alpha things.");
+
+      await writeFile(join(dir, "skills", "alpha", "SKILL.md"), skillMd("alpha", "Edited alpha."));
+      expect(await eventually((text) => text.includes("Edited alpha."))).toContain("<description>Edited alpha.</description>");
+
+      await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN);
+      await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") }); // not served: the compilation with it fails
+      for (let attempt = 0; attempt < 100 && errors.length === 0; attempt++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(errors.join("\n")).toContain("skills/alpha/SKILL.md\n  3:21  error    the frontmatter is not valid YAML");
+      expect(await prompt()).toContain("<description>Edited alpha.</description>");
+      expect(await prompt()).not.toContain("gamma");
+
+      await writeFile(join(dir, "skills", "alpha", "SKILL.md"), skillMd("alpha"));
+      expect(await eventually((text) => text.includes("<name>gamma</name>"))).toContain("Does alpha things.");
+      await rm(join(dir, "skills", "gamma"), { recursive: true });
+      expect(await eventually((text) => !text.includes("gamma"))).toBe((await builtPrompts(dir))[0]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("skillbake/esbuild", () => {
+  const bundle = (dir: string) =>
+    esbuild({ absWorkingDir: dir, entryPoints: ["server.ts"], bundle: true, platform: "node", format: "esm", outfile: join(dir, "out", "server.mjs"), logLevel: "silent", plugins: [esbuildSkills()] });
+
+  it("bundles a server that prints exactly the prompts `skills build` writes", async () => {
+    const dir = await project();
+    await bundle(dir);
+    const { stdout } = await run(process.execPath, [join(dir, "out", "server.mjs")]);
+    expect(JSON.parse(stdout)).toEqual(await builtPrompts(dir));
+  });
+
+  it("fails the build with an esbuild error at the SKILL.md's file, line and column", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN);
+    const failure = (await bundle(dir).catch((error: BuildFailure) => error)) as BuildFailure;
+    expect(failure.errors).toHaveLength(1);
+    const [error] = failure.errors;
+    expect(error!.text).toMatch(/^the frontmatter is not valid YAML: .*\[yaml-invalid\]$/);
+    expect(error!.location).toMatchObject({ file: "skills/alpha/SKILL.md", line: 3, column: 20, lineText: "description: [broken" });
+    expect(error!.notes[0]!.text).toContain('Quote the value: description: "[broken"');
+  });
+});
