@@ -20,6 +20,8 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
   /** The latest compilation: `load` waits for it, so a module is never older than the last change seen. */
   let latest: Promise<SkillsUpdate> | undefined;
   let server: ViteDevServer | undefined;
+  /** Paths given to the dev server's watcher: each is given once (chokidar walks and stats every path it is given). */
+  const watched = new Set<string>();
 
   return {
     name: "skillbake",
@@ -64,7 +66,9 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
   async function compile(): Promise<SkillsUpdate> {
     const update = await virtual!.update();
     if (server) {
-      for (const path of [...update.watch.files, ...update.watch.folders]) server.watcher.add(path);
+      const unwatched = [...update.watch.files, ...update.watch.folders].filter((path) => !watched.has(path));
+      for (const path of unwatched) watched.add(path);
+      if (unwatched.length > 0) server.watcher.add(unwatched);
       if (update.failure) {
         server.config.logger.error(`[skillbake] ${update.failure.report}\nThe last good skills stay served.`, { timestamp: true });
         server.environments.client.hot.send({ type: "error", err: { ...viteError(update.failure), stack: "", plugin: "skillbake" } });
