@@ -123,7 +123,7 @@ export function affects(watch: SkillsUpdate["watch"], path: string): boolean {
   return watch.files.includes(path) || watch.folders.some((folder) => path === folder || dirname(path) === folder || path.startsWith(folder + sep));
 }
 
-/** Which virtual module an import names, or undefined when it is not one of ours. */
+/** Whether an import names one of the virtual modules. */
 export function isVirtualId(id: string): boolean {
   return id === VIRTUAL_ID || id.startsWith(`${VIRTUAL_ID}/`);
 }
@@ -159,7 +159,8 @@ function errorsOf(diagnostics: readonly Diagnostic[], dir: string, sources: Sour
     .map(({ code, message, hint, file, line, column }) => ({
       text: `${escapeInvisible(message)}  [${code}]`,
       ...(hint ? { hint: escapeInvisible(hint) } : {}),
-      ...(file ? { file: join(dir, file) } : {}),
+      // Escaped as the report escapes it: a bundler prints the path raw, and a folder's name may hold any character.
+      ...(file ? { file: escapeInvisible(join(dir, file)) } : {}),
       ...(file && line ? { line, column: column ?? 1, lineText: sources.get(file)?.[line - 1] } : {}),
     }));
 }

@@ -79,8 +79,8 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
 
   /** After a change: a new compilation, and the modules it changed (and their importers) invalidated. */
   async function recompile(devServer: ViteDevServer): Promise<void> {
-    const previous = latest;
-    latest = (previous ?? Promise.resolve()).then(compile);
+    // After the running compilation, even a failed one: the next change must still be compiled.
+    latest = (latest ?? Promise.resolve()).catch(() => undefined).then(compile);
     const update = await latest;
     if (update.changed.length === 0) return;
     for (const environment of Object.values(devServer.environments)) {
