@@ -108,6 +108,7 @@ const mutations = {
   fields: () => { entry.fields.tags.push("x"); },
   extra: () => { entry.extra.owner.team = "x"; },
   helper: () => { coding.renderSkill.cache = {}; },
+  errorClass: () => { bundle.SkillError.prototype.code = "x"; },
 };
 console.log(JSON.stringify({
   exports: Object.keys(bundle),
@@ -118,10 +119,10 @@ console.log(JSON.stringify({
 `,
     );
     expect(report).toEqual({
-      exports: ["agents", "getPrompt", "getSkill", "listUserInvocable", "renderSkill", "skillTool"],
+      exports: ["SkillError", "agents", "callSkillTool", "expandCommand", "findSkill", "getPrompt", "getSkill", "listUserInvocable", "renderSkill", "skillTool"],
       prompt: true,
       rendered: expect.stringContaining("\n\nDeploy app to eu west in region [].\n</skill>"),
-      thrown: ["binding", "agent", "skills", "fields", "extra", "helper"].map((name) => `${name}: TypeError`),
+      thrown: ["binding", "agent", "skills", "fields", "extra", "helper", "errorClass"].map((name) => `${name}: TypeError`),
     });
   });
 
@@ -140,7 +141,8 @@ console.log(JSON.stringify({
     const fromManifest = manifest.skills.find((skill: { name: string }) => skill.name === "notes");
     const notes = index.getSkill("coding", "notes");
     const shared = ["name", "description", "file", "location", "baseDir", "hash", "fields", "extra", "body"];
-    expect(notes).toEqual({ ...Object.fromEntries(shared.map((key) => [key, fromManifest[key]])), mode: "available", source: 0 });
+    const files = fromManifest.files.map(({ path, size }: { path: string; size: number }) => ({ path, size }));
+    expect(notes).toEqual({ ...Object.fromEntries(shared.map((key) => [key, fromManifest[key]])), files, structure: fromManifest.structure, mode: "available", source: 0 });
     expect(notes.fields).toEqual({ "allowed-tools": ["Read", "Grep"], tags: ["a", "b"], "user-invocable": false });
     expect(notes.extra).toEqual({ owner: { team: "docs", since: 2024 } });
     expect(notes.location).toBe(join(dir, "skills/notes/SKILL.md"));

@@ -70,6 +70,7 @@ const file = (name: string, overrides: Partial<SkillFile> = {}): SkillFile => ({
   fields: {},
   extra: {},
   body: `# ${name}`,
+  files: [{ path: "SKILL.md", size: 40 }],
   ...overrides,
 });
 
@@ -104,7 +105,7 @@ describe("createRuntime", () => {
 
   it("skillTool is null for an agent without model-invocable skills (an empty enum is invalid for tool APIs)", () => {
     expect(runtime.skillTool("quiet")).toBeNull();
-    expect(runtime.skillTool("main")?.parameters.properties.skill.enum).toEqual(["a"]);
+    expect(runtime.skillTool("main")?.parameters.properties).toMatchObject({ skill: { enum: ["a"] } });
   });
 
   it("unknown names throw, naming what exists", () => {

@@ -5,8 +5,8 @@ import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { moduleFiles } from "./module.js";
 import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
-import { summarizeStructure } from "../compile/resources.js";
 import { TOOL_VERSION } from "../compile/version.js";
+import { summarizeStructure } from "../runtime/helpers.js";
 
 export interface Bundle {
   /** Every file of the bundle (SPEC §6); a file comes after any file it takes a hash of or is the same as. */
@@ -54,6 +54,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       ...(agent.description === undefined ? {} : { description: agent.description }),
       ...(agent.budget ? { budget: agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
+      ...(agent.tool ? { tool: agent.tool } : {}),
     };
   }
   files.push(...moduleFiles(compilation, bodyIndex));

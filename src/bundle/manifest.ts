@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/diagnostics.js";
 import { optionalFields } from "../compile/model.js";
 
@@ -34,6 +35,10 @@ const manifestAgent = z.strictObject({
   description: z.string().optional().describe("The agent's `description` from the config."),
   budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
+  tool: z
+    .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })
+    .optional()
+    .describe("The agent's skill tool, when its `tool` setting is given: the style and the name the model calls it by."),
 });
 
 const manifestSkill = z.strictObject({

@@ -45,6 +45,7 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
       ...(agent.description === undefined ? {} : { description: agent.description }),
       prompt: agent.prompt,
       modelInvocable: [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name))],
+      ...(agent.tool ? { tool: agent.tool } : {}),
     };
     for (const skill of agent.skills) if (!unique.has(skill.file)) unique.set(skill.file, skill);
   }
@@ -60,14 +61,14 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
     `${__SKILLBAKE_RUNTIME__}\nfunction skillTable() {\n  return {\n    files: ${jsLiteral(skills.map(skillFile))},\n    bodies: [\n`,
     ...skills.flatMap((skill) => ["      ", { body: order(skill), ascii: true }, ",\n"]),
     `    ],\n    agents: ${jsLiteral(skillsByAgent)},\n  };\n}\n\nconst AGENTS = ${jsLiteral(agentData)};\n\n`,
-    "export const { agents, getPrompt, getSkill, renderSkill, listUserInvocable, skillTool } = createRuntime(AGENTS, skillTable);\n",
+    "export const { agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool } = createRuntime(AGENTS, skillTable);\nexport { SkillError };\n",
   ];
 }
 
 function skillFile(skill: AgentSkill): SkillTable["files"][number] {
   const { name, description, file, location, baseDir, hash, fields, extra } = skill;
   // Keys in sorted order, as the literal has them: written without a sorted copy.
-  return { baseDir, description, extra, fields, file, hash, location, name };
+  return { baseDir, description, extra, fields, file, files: skill.files.map(({ path, size }) => ({ path, size })), hash, location, name };
 }
 
 /** A JS literal of JSON data (no slots), ASCII only, keys sorted. */
@@ -90,9 +91,13 @@ export interface SkillNames {
 ${perAgent((agent) => union(agent.skills.map((skill) => skill.name)))}}
 export type SkillName<A extends AgentId> = SkillNames[A];
 
-/** Each agent's \`use_skill\` tool: null when no skill of the agent may be invoked by the model. */
+/** Each agent's skill tool (\`use_skill\` unless its \`tool\` setting says otherwise): null when no skill of the agent may be invoked by the model. */
 export interface SkillTools {
-${perAgent((agent) => (modelInvocable(agent).length === 0 ? "null" : `SkillTool<${union(modelInvocable(agent))}>`))}}
+${perAgent((agent) => (modelInvocable(agent).length === 0 ? "null" : `SkillTool<${union(modelInvocable(agent))}${toolArguments(agent)}>`))}}
+
+/** What \`callSkillTool\` answers for each agent: the inline block, or \`{ name, base_dir, content }\` in the \`Skill\` style. */
+export interface SkillToolAnswers {
+${perAgent((agent) => (agent.tool?.style === "Skill" ? `SkillToolAnswer<${union(modelInvocable(agent))}>` : "string"))}}
 
 /** \`function\`: the config's own format function wrote the prompt; \`renderSkill\` then renders \`pi\` blocks. */
 export type FormatName = "pi" | "markdown" | "function";
@@ -121,6 +126,39 @@ export interface SkillEntry<N extends string = string> {
   readonly hash: string;
   /** The Markdown after the frontmatter, trimmed. */
   readonly body: string;
+  /** Every file of the skill folder, SKILL.md included, in path order. */
+  readonly files: readonly SkillFolderFile[];
+  /** Totals of \`files\`, and per top-level folder (\`references\`, \`scripts\`…). */
+  readonly structure: SkillStructure;
+}
+
+/** A file of a skill folder: its path relative to the folder (\`/\`-separated) and its size in bytes. */
+export interface SkillFolderFile {
+  readonly path: string;
+  readonly size: number;
+}
+
+export interface SkillStructure {
+  readonly files: number;
+  readonly bytes: number;
+  readonly folders: Readonly<Record<string, { readonly files: number; readonly bytes: number }>>;
+}
+
+export type SkillErrorCode = "NOT_FOUND" | "INVALID_PARAM";
+
+/**
+ * What the lookups throw: \`NOT_FOUND\` for an unknown agent or skill, \`INVALID_PARAM\` for a name (or tool
+ * input) of the wrong type or empty. Each module file has its own class, so test \`error.code\`.
+ */
+export declare class SkillError extends Error {
+  readonly name: "SkillError";
+  readonly code: SkillErrorCode;
+  constructor(code: SkillErrorCode, message: string);
+}
+
+export interface RenderOptions {
+  /** Append a summary of the skill folder: totals, then each file and top-level folder with sizes in bytes. */
+  readonly files?: boolean;
 }
 
 export interface Agent<A extends AgentId> {
@@ -134,38 +172,79 @@ export interface Agent<A extends AgentId> {
   readonly skills: readonly SkillEntry<SkillName<A>>[];
 }
 
+/**
+ * The skill tool's style: \`use_skill { skill, args? }\` answers the inline block, \`read_skill { name }\` the inline
+ * block, \`Skill { name, args? }\` an object \`{ name, base_dir, content }\`.
+ */
+export type ToolStyle = "use_skill" | "read_skill" | "Skill";
+
+interface StringParameter {
+  readonly type: "string";
+  readonly description: string;
+}
+interface NameParameter<N extends string> extends StringParameter {
+  readonly enum: readonly N[];
+}
+/** The parameters of each style. */
+export interface ToolProperties<N extends string> {
+  readonly use_skill: { readonly skill: NameParameter<N>; readonly args: StringParameter };
+  readonly read_skill: { readonly name: NameParameter<N> };
+  readonly Skill: { readonly name: NameParameter<N>; readonly args: StringParameter };
+}
+
 /** A tool definition for the Anthropic (\`input_schema\`) and OpenAI (\`parameters\`) tool APIs. */
-export interface SkillTool<N extends string> {
-  readonly name: "use_skill";
+export interface SkillTool<N extends string, Name extends string = "use_skill", Style extends ToolStyle = "use_skill"> {
+  readonly name: Name;
   readonly description: string;
   readonly parameters: {
     readonly type: "object";
-    readonly properties: {
-      readonly skill: { readonly type: "string"; readonly enum: readonly N[]; readonly description: string };
-      readonly args: { readonly type: "string"; readonly description: string };
-    };
-    readonly required: readonly ["skill"];
+    readonly properties: ToolProperties<N>[Style];
+    readonly required: readonly [Style extends "use_skill" ? "skill" : "name"];
     readonly additionalProperties: false;
   };
+}
+
+/** The \`Skill\` style's answer: the skill's name, its folder, and its body with the arguments applied. */
+export interface SkillToolAnswer<N extends string> {
+  readonly name: N;
+  readonly base_dir: string;
+  readonly content: string;
 }
 
 /** Every agent, deep-frozen. */
 export declare const agents: { readonly [A in AgentId]: Agent<A> };
 /** The agent's system-prompt fragment, byte for byte \`prompts/<agent>.txt\`. */
 export declare function getPrompt(agent: AgentId): string;
-/** A skill by name (the first, if several sources gave it); throws listing the agent's skills when unknown. */
+/** A skill by name (the first, if several sources gave it); throws a \`SkillError\` listing the agent's skills when unknown. */
 export declare function getSkill<A extends AgentId>(agent: A, name: SkillName<A>): SkillEntry<SkillName<A>>;
+/** A skill by a name known only at run time; undefined for an unknown agent or skill. Never throws. */
+export declare function findSkill<A extends AgentId>(agent: A, name: string): SkillEntry<SkillName<A>> | undefined;
 /**
  * The skill's inline block in the agent's format, with \`args\` (trimmed) applied: \`$ARGUMENTS\` is the whole
  * string, \`$ARGUMENTS[N]\` and \`$N\` the N-th (0-based) shell-style word or ""; a body with no placeholder gets
- * \`ARGUMENTS: <args>\` appended when args are not empty.
+ * \`ARGUMENTS: <args>\` appended when args are not empty. \`{ files: true }\` appends the folder summary.
  */
-export declare function renderSkill<A extends AgentId>(agent: A, name: SkillName<A>, args?: string): string;
+export declare function renderSkill<A extends AgentId>(agent: A, name: SkillName<A>, args?: string, options?: RenderOptions): string;
+/**
+ * A user's \`/name args\` (or Pi's \`/skill:name args\`) for a user-invocable skill → \`[Skill: name]\`, a blank line
+ * and the body with the arguments applied; undefined for any other text, an unknown name or a \`user-invocable: false\` skill.
+ */
+export declare function expandCommand<A extends AgentId>(agent: A, text: string): string | undefined;
 /** The skills a user may invoke (no \`user-invocable: false\`), one per name, in prompt order. */
 export declare function listUserInvocable<A extends AgentId>(agent: A): readonly SkillEntry<SkillName<A>>[];
-/** The \`use_skill\` tool over the agent's model-invocable skills, or null when it has none. */
+/** The agent's skill tool over its model-invocable skills, or null when it has none. */
 export declare function skillTool<A extends AgentId>(agent: A): SkillTools[A];
+/**
+ * Answers a call of the agent's skill tool with the input the model sent (parsed from JSON). Throws a
+ * \`SkillError\`: \`INVALID_PARAM\` for input of the wrong shape, \`NOT_FOUND\` for a name the tool does not offer.
+ */
+export declare function callSkillTool<A extends AgentId>(agent: A, input: unknown): SkillToolAnswers[A];
 `;
+}
+
+/** The type arguments of an agent's `SkillTool` past the names: its name and style, when not the default. */
+function toolArguments(agent: CompiledAgent): string {
+  return agent.tool ? `, ${asciiJson(agent.tool.name)}, ${asciiJson(agent.tool.style)}` : "";
 }
 
 /** `SkillFields` as TypeScript, generated from the zod model so the .d.ts cannot drift from what validation keeps. */

@@ -13,6 +13,7 @@ import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatF
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { suggestName, validateSkill } from "./validate.js";
+import type { ToolStyle } from "../runtime/helpers.js";
 
 /** One skill as one agent sees it. */
 export interface AgentSkill {
@@ -51,6 +52,8 @@ export interface CompiledAgent {
   catalogueCharacters: number;
   /** The agent's budget and the skills it dropped, in prompt order. */
   budget?: { limit: number; dropped: { name: string; file: string }[] };
+  /** The agent's `tool` setting, its name defaulting to the style's. */
+  tool?: { style: ToolStyle; name: string };
 }
 
 export interface Compilation {
@@ -197,6 +200,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       prompt,
       catalogueCharacters,
       ...(budget ? { budget } : {}),
+      ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
     };
   });
 

@@ -31,6 +31,9 @@ const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
   error: 'expected "pi", "markdown" or a function (ctx) => string',
 });
 
+/** The skill tool's styles: see `ToolStyle` in src/runtime/helpers.ts. */
+export const TOOL_STYLES = ["use_skill", "read_skill", "Skill"] as const;
+
 const agentSchema = z.strictObject({
   skills: z.array(sourceSchema).min(1, "an agent needs at least one source"),
   format: formatSchema.optional(),
@@ -43,6 +46,14 @@ const agentSchema = z.strictObject({
   /** Globs, relative to the config folder, of Markdown files placed before the skills in the prompt. */
   context: patterns.optional(),
   description: z.string().optional(),
+  /** The skill tool's style (seed designs 001, 002, 004) and the name the model calls it by; `use_skill` when omitted. */
+  tool: z
+    .strictObject({
+      style: z.enum(TOOL_STYLES).default("use_skill"),
+      // What the tool APIs accept as a tool name (Anthropic, OpenAI, MCP).
+      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a tool name is 1 to 64 letters, digits, _ or -").optional(),
+    })
+    .optional(),
 });
 
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;

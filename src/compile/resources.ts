@@ -31,24 +31,3 @@ export function hashFile(path: string): { size: number; sha256: string; stats: B
     closeSync(fd);
   }
 }
-
-/** The folder-structure summary of the manifest: totals, and counts per top-level folder (`references`, `scripts`…). */
-export interface SkillStructure {
-  files: number;
-  bytes: number;
-  folders: Record<string, { files: number; bytes: number }>;
-}
-
-export function summarizeStructure(files: readonly SkillFile[]): SkillStructure {
-  const structure: SkillStructure = { bytes: 0, files: 0, folders: {} };
-  for (const file of files) {
-    structure.files++;
-    structure.bytes += file.size;
-    const slash = file.path.indexOf("/");
-    if (slash < 0) continue;
-    const folder = (structure.folders[file.path.slice(0, slash)] ??= { bytes: 0, files: 0 });
-    folder.files++;
-    folder.bytes += file.size;
-  }
-  return structure;
-}

@@ -1,6 +1,6 @@
 /**
- * The runtime of the generated bundle modules (SPEC §6): `getPrompt`, `getSkill`, `renderSkill`,
- * `listUserInvocable`, `skillTool`. This file is the only source of that code. It is type-checked and tested
+ * The runtime of the generated bundle modules (SPEC §6): `getPrompt`, `getSkill`, `findSkill`, `renderSkill`,
+ * `expandCommand`, `listUserInvocable`, `skillTool`, `callSkillTool` and the `SkillError` they throw. This file is the only source of that code. It is type-checked and tested
  * as TypeScript here, and `scripts/runtime-text.mjs` compiles it once per CLI build into the text that
  * `src/bundle/module.ts` copies verbatim into every `index.js` and `agents/<id>.js`. So it must stay self-contained:
  * no imports (type-only ones vanish), no Node APIs, no globals beyond the language.
@@ -10,6 +10,12 @@
 /** `function`: the config's own format function wrote the prompt. */
 export type FormatName = "pi" | "markdown" | "function";
 export type SkillMode = "available" | "inline";
+
+/** One file of a skill's folder: its path relative to the folder (`/`-separated) and its size in bytes. */
+export interface SkillFolderFile {
+  path: string;
+  size: number;
+}
 
 /** A SKILL.md as the bundle stores it, once for every agent that selects it. */
 export interface SkillFile {
@@ -24,6 +30,8 @@ export interface SkillFile {
   fields: Record<string, unknown>;
   extra: Record<string, unknown>;
   body: string;
+  /** Every file of the skill folder, SKILL.md included, in path order (the manifest's `files`, less the hashes). */
+  files: SkillFolderFile[];
 }
 
 /** A skill as one agent sees it. */
@@ -31,7 +39,45 @@ export interface SkillEntry extends SkillFile {
   mode: SkillMode;
   /** Index of the source in the agent's `skills` list. */
   source: number;
+  /** Totals of `files`, and per top-level folder: the manifest's `structure`. */
+  structure: SkillStructure;
 }
+
+/** The folder-structure summary: totals, and counts per top-level folder (`references`, `scripts`…). */
+export interface SkillStructure {
+  files: number;
+  bytes: number;
+  folders: Record<string, { files: number; bytes: number }>;
+}
+
+/**
+ * The skill tool's shape (seed designs 001, 002 and 004): `use_skill` takes `{ skill, args? }` and answers the
+ * skill's inline block with the arguments applied; `read_skill` takes `{ name }` and answers the inline block;
+ * `Skill` takes `{ name, args? }` and answers `{ name, base_dir, content }`, the body with the arguments applied.
+ */
+export type ToolStyle = "use_skill" | "read_skill" | "Skill";
+
+/** What `callSkillTool` answers in the `Skill` style. */
+export interface SkillToolAnswer {
+  name: string;
+  base_dir: string;
+  content: string;
+}
+
+export type SkillErrorCode = "NOT_FOUND" | "INVALID_PARAM";
+
+/** What a lookup throws: `NOT_FOUND` for an unknown agent or skill, `INVALID_PARAM` for a name that is not a non-empty string. */
+export class SkillError extends Error {
+  override name = "SkillError";
+  constructor(
+    readonly code: SkillErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+Object.freeze(SkillError);
+Object.freeze(SkillError.prototype);
 
 /** What an agent needs before any skill is looked up: enough for `getPrompt` and `skillTool`. */
 export interface AgentData {
@@ -41,13 +87,16 @@ export interface AgentData {
   prompt: string;
   /** Skill names the model may invoke (no `disable-model-invocation: true`), unique, in prompt order. */
   modelInvocable: string[];
+  /** The agent's skill tool when not the default `use_skill` one: its style and the name the model calls it by. */
+  tool?: { style: ToolStyle; name: string };
 }
 
 /** Every skill's data, built on first use (see `createRuntime`): `bodies[i]` is the body of `files[i]`. */
 export interface SkillTable {
   files: Omit<SkillFile, "body">[];
   bodies: string[];
-  agents: Record<string, { file: number; mode: SkillMode; source: number }[]>;
+  /** `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging). */
+  agents: Record<string, { file: number; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
 }
 
 export interface Agent {
@@ -59,26 +108,31 @@ export interface Agent {
 }
 
 export interface SkillTool {
-  readonly name: "use_skill";
+  readonly name: string;
   readonly description: string;
   readonly parameters: {
     readonly type: "object";
-    readonly properties: {
-      readonly skill: { readonly type: "string"; readonly enum: readonly string[]; readonly description: string };
-      readonly args: { readonly type: "string"; readonly description: string };
-    };
-    readonly required: readonly ["skill"];
+    readonly properties: Readonly<Record<string, { readonly type: "string"; readonly enum?: readonly string[]; readonly description: string }>>;
+    readonly required: readonly [string];
     readonly additionalProperties: false;
   };
+}
+
+export interface RenderOptions {
+  /** Append the skill folder's files (see `describeFolder`). */
+  files?: boolean;
 }
 
 export interface Runtime {
   readonly agents: Readonly<Record<string, Agent>>;
   getPrompt(agent: string): string;
   getSkill(agent: string, name: string): SkillEntry;
-  renderSkill(agent: string, name: string, args?: string): string;
+  findSkill(agent: string, name: string): SkillEntry | undefined;
+  renderSkill(agent: string, name: string, args?: string, options?: RenderOptions): string;
+  expandCommand(agent: string, text: string): string | undefined;
   listUserInvocable(agent: string): readonly SkillEntry[];
   skillTool(agent: string): SkillTool | null;
+  callSkillTool(agent: string, input: unknown): string | SkillToolAnswer;
 }
 
 /**
@@ -94,7 +148,13 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
       const { files, bodies, agents } = loadSkills();
       table = new Map();
       for (const id of ids) {
-        const entries = deepFreeze(agents[id]!.map(({ file, mode, source }) => ({ ...files[file]!, body: bodies[file]!, mode, source })));
+        const entries = deepFreeze(
+          agents[id]!.map(({ file, mode, source, location, baseDir }) => {
+            const shared = files[file]!;
+            const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
+            return { ...shared, ...elsewhere, body: bodies[file]!, mode, source, structure: summarizeStructure(shared.files) };
+          }),
+        );
         const byName = new Map<string, SkillEntry>();
         // A name selected from several sources is listed twice; the first (the one the prompt lists first) wins.
         for (const entry of entries) if (!byName.has(entry.name)) byName.set(entry.name, entry);
@@ -105,45 +165,82 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
   };
 
   const dataOf = (agent: string): AgentData => {
-    if (typeof agent === "string" && Object.hasOwn(agentData, agent)) return agentData[agent]!;
-    throw new Error(`Unknown agent ${JSON.stringify(agent)}. This bundle has: ${listNames(ids)}.`);
+    checkName("agent", agent);
+    if (Object.hasOwn(agentData, agent)) return agentData[agent]!;
+    throw new SkillError("NOT_FOUND", `Unknown agent ${JSON.stringify(agent)}. This bundle has: ${listNames(ids)}.`);
   };
 
   const getPrompt = (agent: string): string => dataOf(agent).prompt;
 
   const getSkill = (agent: string, name: string): SkillEntry => {
     dataOf(agent);
+    checkName("skill name", name);
     const { byName } = skillsOf(agent);
     const entry = byName.get(name);
     if (entry) return entry;
-    throw new Error(
+    throw new SkillError(
+      "NOT_FOUND",
       byName.size === 0
         ? `Unknown skill ${JSON.stringify(name)}: agent "${agent}" has no skills.`
         : `Unknown skill ${JSON.stringify(name)} for agent "${agent}". Its skills are: ${listNames([...byName.keys()])}.`,
     );
   };
 
-  const renderSkill = (agent: string, name: string, args = ""): string => {
-    const skill = getSkill(agent, name);
-    return renderInlineBlock(dataOf(agent).format, { ...skill, body: applyArguments(skill.body, args) });
+  const findSkill = (agent: string, name: string): SkillEntry | undefined => {
+    if (typeof agent !== "string" || !Object.hasOwn(agentData, agent) || typeof name !== "string") return undefined;
+    return skillsOf(agent).byName.get(name);
   };
 
+  const renderSkill = (agent: string, name: string, args = "", options: RenderOptions = {}): string => {
+    const skill = getSkill(agent, name);
+    const format = dataOf(agent).format;
+    const body = applyArguments(skill.body, args);
+    return renderInlineBlock(format, { ...skill, body: options.files ? `${body}\n\n${describeFolder(skill.files, format)}` : body });
+  };
+
+  const isUserInvocable = (skill: SkillEntry) => skill.fields["user-invocable"] !== false;
   const userInvocable = new Map<string, readonly SkillEntry[]>();
   const listUserInvocable = (agent: string): readonly SkillEntry[] => {
     dataOf(agent);
     let list = userInvocable.get(agent);
     if (!list) {
-      list = Object.freeze([...skillsOf(agent).byName.values()].filter((skill) => skill.fields["user-invocable"] !== false));
+      list = Object.freeze([...skillsOf(agent).byName.values()].filter(isUserInvocable));
       userInvocable.set(agent, list);
     }
     return list;
   };
 
+  const expandCommand = (agent: string, text: string): string | undefined => {
+    dataOf(agent);
+    if (typeof text !== "string") throw new SkillError("INVALID_PARAM", `A command is a string, not ${describe(text)}.`);
+    const command = /^\/(?:skill:)?(\S+)(?:\s+([^]*))?$/.exec(text);
+    const skill = command ? skillsOf(agent).byName.get(command[1]!) : undefined;
+    if (!skill || !isUserInvocable(skill)) return undefined;
+    return `[Skill: ${skill.name}]\n\n${applyArguments(skill.body, command![2] ?? "")}`;
+  };
+
   const tools = new Map<string, SkillTool | null>();
   const skillTool = (agent: string): SkillTool | null => {
-    const { modelInvocable } = dataOf(agent);
-    if (!tools.has(agent)) tools.set(agent, modelInvocable.length === 0 ? null : deepFreeze(useSkillTool(modelInvocable)));
+    const { modelInvocable, tool } = dataOf(agent);
+    if (!tools.has(agent)) tools.set(agent, modelInvocable.length === 0 ? null : deepFreeze(toolDefinition(tool ?? DEFAULT_TOOL, modelInvocable)));
     return tools.get(agent)!;
+  };
+
+  const callSkillTool = (agent: string, input: unknown): string | SkillToolAnswer => {
+    const { modelInvocable, tool = DEFAULT_TOOL } = dataOf(agent);
+    const key = tool.style === "use_skill" ? "skill" : "name";
+    if (typeof input !== "object" || input === null || Array.isArray(input)) throw new SkillError("INVALID_PARAM", `The ${tool.name} input is an object, not ${describe(input)}.`);
+    const { [key]: name, args = "" } = input as Record<string, unknown>;
+    checkName(`${tool.name} input's "${key}"`, name);
+    if (tool.style !== "read_skill" && typeof args !== "string") throw new SkillError("INVALID_PARAM", `The ${tool.name} input's "args" is a string, not ${describe(args)}.`);
+    // The tool offers only these: a skill with disable-model-invocation is the user's to invoke, never the model's.
+    if (!modelInvocable.includes(name)) {
+      throw new SkillError("NOT_FOUND", `Unknown skill ${JSON.stringify(name)} for ${tool.name}. The skills of agent "${agent}" it offers are: ${listNames(modelInvocable) || "none"}.`);
+    }
+    if (tool.style === "read_skill") return renderSkill(agent, name);
+    if (tool.style === "use_skill") return renderSkill(agent, name, args as string);
+    const skill = getSkill(agent, name);
+    return { name: skill.name, base_dir: skill.baseDir, content: applyArguments(skill.body, args as string) };
   };
 
   const agents: Record<string, Agent> = {};
@@ -160,30 +257,84 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     });
   }
 
-  return deepFreeze({ agents, getPrompt, getSkill, renderSkill, listUserInvocable, skillTool });
+  return deepFreeze({ agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool });
 }
 
+/** An agent id or skill name must be a non-empty string: anything else is the caller's mistake, not an unknown name. */
+function checkName(what: string, value: unknown): asserts value is string {
+  if (typeof value !== "string" || value === "") throw new SkillError("INVALID_PARAM", `The ${what} must be a non-empty string, not ${describe(value)}.`);
+}
+
+function describe(value: unknown): string {
+  if (value === "") return "an empty string";
+  if (value === null || value === undefined) return String(value);
+  return Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+const DEFAULT_TOOL = { style: "use_skill", name: "use_skill" } as const satisfies AgentData["tool"];
+
 /**
- * The `use_skill` tool, valid as is for Anthropic (`input_schema`) and OpenAI (`parameters`; not OpenAI's
+ * The skill tool, valid as is for Anthropic (`input_schema`) and OpenAI (`parameters`; not OpenAI's
  * `strict: true`, which would need the optional `args` listed as required). Needs at least one name: an empty
  * `enum` is rejected by some APIs and could never be satisfied, so an agent without model-invocable skills gets
  * no tool (`skillTool` → null).
  */
-function useSkillTool(names: readonly string[]): SkillTool {
+function toolDefinition(tool: NonNullable<AgentData["tool"]>, names: readonly string[]): SkillTool {
+  const skill = { type: "string", enum: [...names], description: "The skill's name." } as const;
+  const args = { type: "string", description: "Arguments for the skill, as a user would type them after its name; may be empty." } as const;
+  const key = tool.style === "use_skill" ? "skill" : "name";
   return {
-    name: "use_skill",
-    description:
-      "Load the full instructions of one of your skills. Call it when the task matches a skill's description, then follow the instructions it returns.",
+    name: tool.name,
+    description: `${tool.style === "read_skill" ? "Read" : "Load"} the full instructions of one of your skills. Call it when the task matches a skill's description, then follow the instructions it returns.`,
     parameters: {
       type: "object",
-      properties: {
-        skill: { type: "string", enum: [...names], description: "The skill's name." },
-        args: { type: "string", description: "Arguments for the skill, as a user would type them after its name; may be empty." },
-      },
-      required: ["skill"],
+      properties: tool.style === "read_skill" ? { [key]: skill } : { [key]: skill, args },
+      required: [key],
       additionalProperties: false,
     },
   };
+}
+
+/** Totals of a skill's files, and per top-level folder. */
+export function summarizeStructure(files: readonly SkillFolderFile[]): SkillStructure {
+  const structure: SkillStructure = { bytes: 0, files: 0, folders: {} };
+  for (const file of files) {
+    structure.files++;
+    structure.bytes += file.size;
+    const slash = file.path.indexOf("/");
+    if (slash < 0) continue;
+    const folder = (structure.folders[file.path.slice(0, slash)] ??= { bytes: 0, files: 0 });
+    folder.files++;
+    folder.bytes += file.size;
+  }
+  return structure;
+}
+
+/**
+ * The folder summary `renderSkill(…, { files: true })` appends: the totals, then each file of the folder root
+ * and each top-level folder with its totals and files, in path order, sizes in bytes. Paths are the skill
+ * author's: one line each, and XML-escaped inside a `pi` block, so a file name cannot close the block.
+ *
+ *     Skill folder: 3 files, 1290 bytes
+ *     - SKILL.md (210 bytes)
+ *     - references/: 2 files, 1080 bytes
+ *       - references/api.md (1000 bytes)
+ *       - references/errors.md (80 bytes)
+ */
+export function describeFolder(files: readonly SkillFolderFile[], format: FormatName): string {
+  const path = (text: string) => (format === "markdown" ? oneLine(text) : escapeXml(oneLine(text)));
+  const count = (total: { files: number; bytes: number }) => `${total.files} ${total.files === 1 ? "file" : "files"}, ${total.bytes} bytes`;
+  const structure = summarizeStructure(files);
+  const lines = [`Skill folder: ${count(structure)}`];
+  let folder: string | undefined;
+  for (const file of files) {
+    const slash = file.path.indexOf("/");
+    const top = slash < 0 ? undefined : file.path.slice(0, slash);
+    if (top !== undefined && top !== folder) lines.push(`- ${path(top)}/: ${count(structure.folders[top]!)}`);
+    folder = top;
+    lines.push(`${top === undefined ? "" : "  "}- ${path(file.path)} (${file.size} bytes)`);
+  }
+  return lines.join("\n");
 }
 
 /** Long lists are cut: an error message naming ten thousand skills helps nobody. */
