@@ -69,6 +69,47 @@ proves<Equal<keyof SkillEntry, keyof RuntimeEntry>>();
 export { prompt, none, tags, tools, tools2, extra, names, users };
 `;
 
+/** The exports for the seed designs (issue 16), over a second build whose agents use the other tool styles. */
+const SEEDS_FIXTURE = `import { callSkillTool, expandCommand, findSkill, getSkill, renderSkill, skillTool, SkillError, type SkillErrorCode, type SkillFolderFile, type SkillStructure, type SkillToolAnswer } from "./seeds/dist/skills/index.js";
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const proves = <T extends true>(): T => true as T;
+
+const found: { readonly name: "alpha" } | undefined = findSkill("tasks", "anything typed at run time");
+const command: string | undefined = expandCommand("docs", "/alpha now");
+const files: readonly SkillFolderFile[] = getSkill("docs", "alpha").files;
+const bytes: number = getSkill("docs", "alpha").structure.bytes;
+const summary: string = renderSkill("docs", "alpha", "", { files: true });
+// @ts-expect-error: not an option
+renderSkill("docs", "alpha", "", { tree: true });
+
+const read = skillTool("docs");
+proves<Equal<typeof read.name, "read_skill">>();
+proves<Equal<keyof typeof read.parameters.properties, "name">>();
+const task = skillTool("tasks");
+proves<Equal<typeof task.name, "run_skill">>();
+proves<Equal<keyof typeof task.parameters.properties, "name" | "args">>();
+proves<Equal<(typeof task.parameters.required)[0], "name">>();
+
+const text: string = callSkillTool("docs", JSON.parse("{}"));
+const answer: SkillToolAnswer<"alpha"> = callSkillTool("tasks", { name: "alpha" });
+const baseDir: string = answer.base_dir;
+// @ts-expect-error: the tasks tool answers an object
+const notText: string = callSkillTool("tasks", { name: "alpha" });
+
+try {
+  getSkill("docs", "alpha");
+} catch (error) {
+  if (error instanceof SkillError) {
+    const code: SkillErrorCode = error.code;
+    proves<Equal<SkillErrorCode, "NOT_FOUND" | "INVALID_PARAM">>();
+    console.log(code);
+  }
+}
+
+export { found, command, files, bytes, summary, text, baseDir, notText };
+`;
+
 it("the generated .d.ts types agent ids and skill names as literal unions (tsc over a fixture)", async () => {
   const dir = await tempDir();
   await writeTree(dir, {
@@ -83,9 +124,18 @@ it("the generated .d.ts types agent ids and skill names as literal unions (tsc o
     "skills/deploy/SKILL.md": `---\nname: deploy\ndescription: Ship it.\ndisable-model-invocation: true\n---\n\nDeploy $0.\n`,
     "skills/review/SKILL.md": `---\nname: review\ndescription: Review.\ndisable-model-invocation: true\n---\n\nReview.\n`,
     "check.ts": FIXTURE,
+    "seeds/skills.config.json": JSON.stringify({
+      agents: {
+        docs: { skills: [{ root: "skills" }], tool: { style: "read_skill" } },
+        tasks: { skills: [{ root: "skills" }], tool: { style: "Skill", name: "run_skill" } },
+      },
+    }),
+    "seeds/skills/alpha/SKILL.md": skillMd("alpha"),
+    "seeds.ts": SEEDS_FIXTURE,
   });
   expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
-  const args = ["--noEmit", "--strict", "--noUncheckedIndexedAccess", "--skipLibCheck", "--module", "nodenext", "--target", "es2022", "--types", "node", "--typeRoots", join(REPO, "node_modules/@types"), "check.ts"];
+  expect((await runCli(["build"], { cwd: join(dir, "seeds") })).code).toBe(0);
+  const args = ["--noEmit", "--strict", "--noUncheckedIndexedAccess", "--skipLibCheck", "--module", "nodenext", "--target", "es2022", "--types", "node", "--typeRoots", join(REPO, "node_modules/@types"), "check.ts", "seeds.ts"];
   const result = await promisify(execFile)(process.execPath, [TSC, ...args], { cwd: dir }).then(
     () => "",
     (error: { stdout: string }) => error.stdout,
@@ -93,7 +143,7 @@ it("the generated .d.ts types agent ids and skill names as literal unions (tsc o
   expect(result).toBe("");
   // And the fixture really is checked: a wrong name without its @ts-expect-error fails.
   await writeTree(dir, { "wrong.ts": `import { getSkill } from "./dist/skills/index.js";\ngetSkill("coding", "no-such-skill");\n` });
-  const wrong = await promisify(execFile)(process.execPath, [TSC, ...args.slice(0, -1), "wrong.ts"], { cwd: dir }).then(
+  const wrong = await promisify(execFile)(process.execPath, [TSC, ...args.slice(0, -2), "wrong.ts"], { cwd: dir }).then(
     () => "",
     (error: { stdout: string }) => error.stdout,
   );
