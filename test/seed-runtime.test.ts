@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { lstat, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import AjvModule from "ajv";
@@ -254,5 +254,106 @@ describe("the skill tool's style (seeds 002 and 004)", () => {
     const run = await runCli(["check"], { cwd: bad });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("agents.coding.tool.name: a tool name is 1 to 64 letters, digits, _ or -");
+  });
+});
+
+describe("staging per agent, by link, and each agent's context file (seed 002)", () => {
+  const STAGED_TREE = {
+    ...TREE,
+    "skills.config.json": JSON.stringify({
+      location: "relative",
+      stage: { layout: "per-agent", method: "link" },
+      contextFile: "AGENTS.md",
+      agents: {
+        coding: { skills: [{ root: "skills", available: ["code-review", "deploy"] }], context: ["context/*.md"] },
+        chat: { skills: [{ root: "skills", available: ["code-review"] }] },
+      },
+    }),
+    "skills/code-review/references/shared.md": { link: "../../notes/SKILL.md" },
+    "skills/code-review/references/outside.md": { link: "../../../secret.txt" },
+    "secret.txt": "not a skill's file\n",
+    "context/1-project.md": "# Project\n\nUse pnpm.",
+    "context/2-style.md": "Write short commits.\n",
+  };
+  let built: string;
+  const out = (path: string) => join(built, "dist/skills", path);
+
+  beforeAll(async () => {
+    built = await tempDir();
+    await writeTree(built, STAGED_TREE);
+    const run = await runCli(["build"], { cwd: built });
+    expect(run.code, run.stderr).toBe(0);
+  });
+
+  it("each agent gets its own folder agents/<id>/skills/<name>/, of hard links to the skill files", async () => {
+    for (const agent of ["coding", "chat"]) {
+      const staged = await stat(out(`agents/${agent}/skills/code-review/SKILL.md`));
+      expect(staged.ino).toBe((await stat(join(built, "skills/code-review/SKILL.md"))).ino);
+    }
+    expect((await stat(out("agents/coding/skills/deploy/SKILL.md"))).ino).toBe((await stat(join(built, "skills/deploy/SKILL.md"))).ino);
+    await expect(stat(out("agents/chat/skills/deploy"))).rejects.toThrow("ENOENT");
+    await expect(stat(out("skills"))).rejects.toThrow("ENOENT");
+  });
+
+  it("a link inside the root is staged as a link to the file it leads to; one leading out of the root is not staged", async () => {
+    const shared = await lstat(out("agents/coding/skills/code-review/references/shared.md"));
+    expect(shared.isFile()).toBe(true);
+    expect(shared.ino).toBe((await stat(join(built, "skills/notes/SKILL.md"))).ino);
+    await expect(lstat(out("agents/coding/skills/code-review/references/outside.md"))).rejects.toThrow("ENOENT");
+  });
+
+  it("each agent's prompt, module entry and manifest entry name its own copy", async () => {
+    const index: BundleModule = await import(pathToFileURL(out("index.js")).href);
+    const chat: BundleModule = await import(pathToFileURL(out("agents/chat.js")).href);
+    for (const [module, agent] of [[index, "coding"], [index, "chat"], [chat, "chat"]] as const) {
+      const location = `dist/skills/agents/${agent}/skills/code-review/SKILL.md`;
+      expect(module.getSkill(agent, "code-review")).toMatchObject({ location, baseDir: `dist/skills/agents/${agent}/skills/code-review` });
+      expect(module.getPrompt(agent)).toContain(`<location>${location}</location>`);
+    }
+    const manifest = JSON.parse(await readFile(out("manifest.json"), "utf8"));
+    expect(manifest.agents.coding.skills[0]).toEqual({ name: "code-review", mode: "available", source: 0, file: "skills/code-review/SKILL.md" });
+    expect(manifest.agents.chat.skills[0]).toEqual({
+      name: "code-review",
+      mode: "available",
+      source: 0,
+      file: "skills/code-review/SKILL.md",
+      location: "dist/skills/agents/chat/skills/code-review/SKILL.md",
+      baseDir: "dist/skills/agents/chat/skills/code-review",
+      staged: "agents/chat/skills/code-review",
+    });
+  });
+
+  it("contextFile writes each agent's context to agents/<id>/<contextFile>, as the prompt holds it", async () => {
+    const context = "# Project\n\nUse pnpm.\n\n---\n\nWrite short commits.";
+    expect(await readFile(out("agents/coding/AGENTS.md"), "utf8")).toBe(`${context}\n`);
+    expect((await readFile(out("prompts/coding.txt"), "utf8")).startsWith(`${context}\n\n`)).toBe(true);
+    await expect(stat(out("agents/chat/AGENTS.md"))).rejects.toThrow("ENOENT");
+    const manifest = JSON.parse(await readFile(out("manifest.json"), "utf8"));
+    expect([manifest.agents.coding.contextFile, manifest.agents.chat.contextFile]).toEqual(["agents/coding/AGENTS.md", undefined]);
+  });
+
+  it("build --check finds the bundle current, and stale once a context file changes", async () => {
+    expect((await runCli(["build", "--check"], { cwd: built })).code).toBe(0);
+    await writeTree(built, { "context/2-style.md": "Write long commits.\n" });
+    const run = await runCli(["build", "--check"], { cwd: built });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("agents/coding/AGENTS.md");
+  });
+
+  it("method copy (the default) with the per-agent layout copies: no file is shared with the skill folder", async () => {
+    const copied = await tempDir();
+    await writeTree(copied, { ...STAGED_TREE, "skills.config.json": JSON.stringify({ location: "relative", stage: { layout: "per-agent" }, agents: { chat: { skills: [{ root: "skills", available: ["code-review"] }] } } }) });
+    expect((await runCli(["build"], { cwd: copied })).code).toBe(0);
+    const staged = await stat(join(copied, "dist/skills/agents/chat/skills/code-review/SKILL.md"));
+    expect(staged.ino).not.toBe((await stat(join(copied, "skills/code-review/SKILL.md"))).ino);
+    expect(staged.nlink).toBe(1);
+  });
+
+  it("a contextFile that is not a plain file name is a config error", async () => {
+    const bad = await tempDir();
+    await writeTree(bad, { ...TREE, "skills.config.json": JSON.stringify({ contextFile: "../AGENTS.md", agents: { coding: { skills: [{ root: "skills" }] } } }) });
+    const run = await runCli(["check"], { cwd: bad });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("contextFile: a file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)");
   });
 });

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Compilation } from "../compile/compile.js";
+import { resolveRoot } from "../compile/config.js";
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, SCHEMA_VERSION, type Manifest } from "./manifest.js";
-import { moduleFiles } from "./module.js";
+import { moduleFiles, placedElsewhere } from "./module.js";
 import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
 import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
@@ -43,18 +44,22 @@ export function bundleOf(compilation: Compilation): Bundle {
 
   const files: BundleFile[] = [];
   const agents: Manifest["agents"] = {};
+  const { contextFile } = compilation.config.config;
   for (const agent of compilation.agents) {
     files.push({ path: `prompts/${agent.id}.txt`, parts: [agent.prompt] });
+    const writesContext = contextFile !== undefined && agent.context.files.length > 0;
+    if (writesContext) files.push({ path: `agents/${agent.id}/${contextFile}`, parts: [`${agent.context.text}\n`] });
     agents[agent.id] = {
       format: agent.format,
       prompt: `prompts/${agent.id}.txt`,
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
-      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file })),
+      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, ...placedElsewhere(skill, skills.get(skill.file)!) })),
       ...(agent.description === undefined ? {} : { description: agent.description }),
       ...(agent.budget ? { budget: agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
       ...(agent.tool ? { tool: agent.tool } : {}),
+      ...(writesContext ? { contextFile: `agents/${agent.id}/${contextFile}` } : {}),
     };
   }
   files.push(...moduleFiles(compilation, bodyIndex));
@@ -88,23 +93,33 @@ export function bundleOf(compilation: Compilation): Bundle {
   return { files, bodies: ordered.map((skill) => skill.body) };
 }
 
-/** A skill file `stage: true` copies into the bundle. */
+/** A skill file `stage` puts into the bundle. */
 export interface StagedCopy {
   /** Absolute path of the file in the skill folder. */
   from: string;
-  /** Path inside the bundle, `skills/<name>/…`. */
+  /** The skills root it was found under (absolute): a link may only point inside it. */
+  root: string;
+  /** Path inside the bundle, `skills/<name>/…` or `agents/<id>/skills/<name>/…`. */
   path: string;
   /** What the manifest records for it. */
   sha256: string;
+  /** `copy`, or `link`: a hard link to the file (a copy where the filesystem cannot link). */
+  method: "copy" | "link";
 }
 
-/** The files `stage: true` copies, each skill folder once, by bundle path. Pure. */
+/** The files `stage` puts into the bundle, each staged folder once, by bundle path. Pure. */
 export function stagedCopies(compilation: Compilation): StagedCopy[] {
+  const { config, dir } = compilation.config;
+  const method = typeof config.stage === "object" ? config.stage.method : "copy";
   const copies = new Map<string, StagedCopy>();
   for (const agent of compilation.agents) {
     for (const skill of agent.skills) {
       if (!skill.staged) continue;
-      for (const file of skill.files) copies.set(`${skill.staged}/${file.path}`, { from: join(skill.sourceDir, file.path), path: `${skill.staged}/${file.path}`, sha256: file.sha256 });
+      const root = resolveRoot(config.agents[agent.id]!.skills[skill.source]!.root, dir);
+      for (const file of skill.files) {
+        const path = `${skill.staged}/${file.path}`;
+        copies.set(path, { from: join(skill.sourceDir, file.path), root, path, sha256: file.sha256, method });
+      }
     }
   }
   return [...copies.values()].sort((a, b) => compareStrings(a.path, b.path));

@@ -303,12 +303,28 @@ async function realPathOf(path: string): Promise<string> {
   }
 }
 
-/** Copies staged skill files (modes kept, so scripts stay executable), each checked against the manifest's hash. */
+/**
+ * Copies staged skill files (modes kept, so scripts stay executable) or hard-links them (`method: "link"`), each
+ * checked against the manifest's hash. A link goes to the file's real path, which must still lie inside its root
+ * (a link followed at discovery, or one put in the file's place since, could lead out); where the filesystem
+ * cannot link (another device), the file is copied.
+ */
 async function stageCopies(staging: string, copies: readonly StagedCopy[]): Promise<void> {
+  const realRoots = new Map<string, string>();
   for (const copy of copies) {
     const target = join(staging, copy.path);
     await mkdir(dirname(target), { recursive: true });
-    await copyFile(copy.from, target);
+    if (copy.method === "link") {
+      const root = realRoots.get(copy.root) ?? (await realpath(copy.root));
+      realRoots.set(copy.root, root);
+      const real = await realpath(copy.from);
+      if (!real.startsWith(root + sep)) throw new OutputError(`${copy.from} now leads outside its root ${copy.root}; it is not staged. Run \`skills build\` again`);
+      await link(real, target).catch(() => copyFile(real, target));
+      // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.
+      if (!(await lstat(target)).isFile()) throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
+    } else {
+      await copyFile(copy.from, target);
+    }
     if (hashFile(target).sha256 !== copy.sha256) {
       throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
     }

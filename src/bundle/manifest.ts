@@ -29,6 +29,9 @@ const manifestAgent = z.strictObject({
         mode: skillMode,
         source: z.number().int().nonnegative().describe("Index of the source in the agent's `skills` config."),
         file: z.string().describe("The skill's SKILL.md, as in `skills[].file`."),
+        location: z.string().optional().describe("Where this agent's prompt says the file is, when not `skills[].location` (per-agent staging)."),
+        baseDir: z.string().optional().describe("The folder of this agent's `location`, when it has its own."),
+        staged: z.string().optional().describe("This agent's own staged copy of the skill folder, agents/<id>/skills/<name>."),
       }),
     )
     .describe("The skills the agent sees, in prompt order."),
@@ -39,6 +42,7 @@ const manifestAgent = z.strictObject({
     .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })
     .optional()
     .describe("The agent's skill tool, when its `tool` setting is given: the style and the name the model calls it by."),
+  contextFile: z.string().optional().describe("With `contextFile`: the agent's context written out, agents/<id>/<contextFile>, relative to the bundle."),
 });
 
 const manifestSkill = z.strictObject({
@@ -67,7 +71,7 @@ const manifestSkill = z.strictObject({
       folders: z.record(z.string(), z.strictObject({ files: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() })),
     })
     .describe("Totals of `files`, and per top-level folder (references, scripts, assets…)."),
-  staged: z.string().optional().describe("With `stage: true`: the skill folder's copy inside the bundle, skills/<name>."),
+  staged: z.string().optional().describe("With `stage`: the skill folder's copy inside the bundle, skills/<name> (with per-agent staging, the first agent's)."),
 });
 
 const manifestDiagnostic = z.strictObject({

@@ -52,7 +52,12 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
   const skills = [...unique.values()].sort((a, b) => order(a) - order(b));
   const fileIndex = new Map(skills.map((skill, index) => [skill.file, index]));
   const skillsByAgent: SkillTable["agents"] = {};
-  for (const agent of agents) skillsByAgent[agent.id] = agent.skills.map((skill) => ({ file: fileIndex.get(skill.file)!, mode: skill.mode, source: skill.source }));
+  for (const agent of agents) {
+    skillsByAgent[agent.id] = agent.skills.map((skill) => {
+      const { location, baseDir } = placedElsewhere(skill, unique.get(skill.file)!);
+      return { file: fileIndex.get(skill.file)!, mode: skill.mode, source: skill.source, ...(location === undefined ? {} : { baseDir, location }) };
+    });
+  }
   // The skills sit in a function that runs on the first lookup (see createRuntime): until then the engine only
   // scans them, which keeps `import` + `getPrompt` fast for big catalogues. Measured with V8 in Node 20: the
   // function must be a declaration (a function literal passed straight to a call is compiled eagerly: 10,000
@@ -63,6 +68,15 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
     `    ],\n    agents: ${jsLiteral(skillsByAgent)},\n  };\n}\n\nconst AGENTS = ${jsLiteral(agentData)};\n\n`,
     "export const { agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool } = createRuntime(AGENTS, skillTable);\nexport { SkillError };\n",
   ];
+}
+
+/**
+ * Where an agent sees a skill other than where the bundle's shared record of it says (per-agent staging gives
+ * each agent its own copy): the agent's entry records its own location.
+ */
+export function placedElsewhere(skill: AgentSkill, shared: AgentSkill): { location: string; baseDir: string; staged?: string } | Record<string, never> {
+  if (skill.location === shared.location) return {};
+  return { baseDir: skill.baseDir, location: skill.location, ...(skill.staged ? { staged: skill.staged } : {}) };
 }
 
 function skillFile(skill: AgentSkill): SkillTable["files"][number] {

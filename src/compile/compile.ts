@@ -35,7 +35,7 @@ export interface AgentSkill {
   files: SkillFile[];
   /** Absolute path of the skill folder as discovered: what `stage` copies. */
   sourceDir: string;
-  /** With `stage`: the copy's folder inside the bundle, `skills/<name>`. */
+  /** With `stage`: the copy's folder inside the bundle, `skills/<name>` (`agents/<id>/skills/<name>` per agent). */
   staged?: string;
 }
 
@@ -142,10 +142,12 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     findings.push(...selection.findings);
     return { id, agent, selected: selection.selected };
   });
-  const stagedDirs = config.stage ? stagingFolders(selections.flatMap(({ selected }) => selected)) : undefined;
+  const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
+  const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
   const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
 
   const agents: CompiledAgent[] = selections.map(({ id, agent, selected }, index) => {
+    const stagedDirs = layout === "per-agent" ? stagingFolders(selected, `agents/${id}/skills`) : sharedDirs;
     const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
       const staged = stagedDirs?.get(skill.file);
       const stagedFile = staged && join(outDir, staged, "SKILL.md");
@@ -264,11 +266,11 @@ function callFormat(format: FormatFunction, context: FormatContext, setting: str
 }
 
 /**
- * `stage`: each skill the bundle holds gets a folder `skills/<name>`. Names that are not valid skill names are
- * made safe; the first skill (agents in config order, then prompt order) of a name gets it plain, later ones of
- * the same name `<name>-2`, `<name>-3`…, skipping names another skill holds.
+ * `stage`: each skill gets a folder `<parent>/<name>` (`skills`, or the agent's `agents/<id>/skills`). Names that
+ * are not valid skill names are made safe; the first skill (agents in config order, then prompt order) of a name
+ * gets it plain, later ones of the same name `<name>-2`, `<name>-3`…, skipping names another skill holds.
  */
-function stagingFolders(selected: readonly SelectedSkill[]): Map<string, string> {
+function stagingFolders(selected: readonly SelectedSkill[], parent: string): Map<string, string> {
   const folders = new Map<string, string>();
   const taken = new Set<string>();
   const later: { file: string; base: string }[] = [];
@@ -288,7 +290,7 @@ function stagingFolders(selected: readonly SelectedSkill[]): Map<string, string>
     taken.add(`${base}-${suffix}`);
     folders.set(file, `${base}-${suffix}`);
   }
-  for (const [file, name] of folders) folders.set(file, `skills/${name}`);
+  for (const [file, name] of folders) folders.set(file, `${parent}/${name}`);
   return folders;
 }
 

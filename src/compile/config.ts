@@ -67,8 +67,24 @@ export const configSchema = z.strictObject({
     .default("absolute"),
   format: formatSchema.default("pi"),
   yaml: z.enum(["strict", "recover"]).default("strict"),
-  /** true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. */
-  stage: z.boolean().optional(),
+  /**
+   * true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. An object
+   * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, seed design 002) and how (`link`: hard links).
+   */
+  stage: z
+    .union([
+      z.boolean(),
+      z.strictObject({
+        layout: z.enum(["shared", "per-agent"]).default("shared"),
+        method: z.enum(["copy", "link"]).default("copy"),
+      }),
+    ])
+    .optional(),
+  /** A file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (seed design 002's AGENTS.md). */
+  contextFile: z
+    .string()
+    .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/, "a file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)")
+    .optional(),
   /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
   descriptionFallback: z.literal("first-paragraph").optional(),
   rules: z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"])).default({}),
