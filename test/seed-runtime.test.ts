@@ -349,11 +349,13 @@ describe("staging per agent, by link, and each agent's context file (seed 002)",
     expect(staged.nlink).toBe(1);
   });
 
-  it("a contextFile that is not a plain file name is a config error", async () => {
+  it("a contextFile that is not a plain Markdown file name is a config error", async () => {
     const bad = await tempDir();
-    await writeTree(bad, { ...TREE, "skills.config.json": JSON.stringify({ contextFile: "../AGENTS.md", agents: { coding: { skills: [{ root: "skills" }] } } }) });
-    const run = await runCli(["check"], { cwd: bad });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain("contextFile: a file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)");
+    for (const contextFile of ["../AGENTS.md", ".AGENTS.md", "skills"]) {
+      await writeTree(bad, { ...TREE, "skills.config.json": JSON.stringify({ contextFile, agents: { coding: { skills: [{ root: "skills" }] } } }) });
+      const run = await runCli(["check"], { cwd: bad });
+      expect(run.code, contextFile).toBe(2);
+      expect(run.stderr).toContain("contextFile: a Markdown file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)");
+    }
   });
 });

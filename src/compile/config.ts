@@ -80,10 +80,13 @@ export const configSchema = z.strictObject({
       }),
     ])
     .optional(),
-  /** A file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (seed design 002's AGENTS.md). */
+  /**
+   * A Markdown file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (seed design
+   * 002's AGENTS.md). Only a plain `.md` name: it cannot leave the agent's folder or take the place of its `skills`.
+   */
   contextFile: z
     .string()
-    .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/, "a file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)")
+    .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.md$/, "a Markdown file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)")
     .optional(),
   /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
   descriptionFallback: z.literal("first-paragraph").optional(),
