@@ -121,6 +121,11 @@ const CASES: Record<string, Case> = {
     config: { agents: { main: { skills: [{ root: "skills" }, { root: "nowhere" }] } } },
     expected: { code: "root-missing", file: "nowhere" },
   },
+  "root-not-folder": {
+    tree: { [file("present")]: skillMd("present"), "notes.md": "A file, not a folder.\n" },
+    config: { agents: { main: { skills: [{ root: "skills" }, { root: "notes.md" }] } } },
+    expected: { code: "root-not-folder", file: "notes.md" },
+  },
   "symlink-escape": {
     tree: { "outside/secret/SKILL.md": skillMd("secret"), "skills/secret": { link: "../outside/secret" } },
     expected: { code: "symlink-escape", file: "skills/secret" },

@@ -6,6 +6,7 @@ import { basename, dirname, join, sep } from "node:path";
 import { renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
+import { asFileSystemError } from "../compile/fs-error.js";
 import { hashFile } from "../compile/resources.js";
 
 /** The outDir is one skillbake must not replace, or another build is writing it; the CLI exits 2. */
@@ -26,24 +27,38 @@ export class OutputError extends Error {
  *   and removes what killed builds left (see `recoverInterruptedBuild`).
  */
 export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig): Promise<void> {
-  await assertSafeOutDir(outDir, config);
-  await mkdir(dirname(outDir), { recursive: true });
-  const unlock = await lockOutDir(outDir);
   try {
-    await recoverInterruptedBuild(outDir);
-    await assertReplaceable(outDir);
-    const staging = transientPath(outDir, "tmp");
+    await assertSafeOutDir(outDir, config);
+    await mkdir(dirname(outDir), { recursive: true });
+    const unlock = await lockOutDir(outDir);
     try {
-      writeFiles(staging, bundle);
-      await stageCopies(staging, copies);
-      const retired = swapIn(staging, outDir);
-      if (retired) await rm(retired, { recursive: true, force: true });
+      await recoverInterruptedBuild(outDir);
+      await assertReplaceable(outDir);
+      const staging = transientPath(outDir, "tmp");
+      try {
+        writeFiles(staging, bundle);
+        await stageCopies(staging, copies);
+        const retired = swapIn(staging, outDir);
+        if (retired) await removeLeftover(retired);
+      } finally {
+        await removeLeftover(staging);
+      }
     } finally {
-      await rm(staging, { recursive: true, force: true });
+      await unlock();
     }
-  } finally {
-    await unlock();
+  } catch (error) {
+    // Permissions, a read-only or full disk, a path that cannot be: one line naming the outDir, exit 2.
+    throw asFileSystemError(error, `write ${outDir}`);
   }
+}
+
+/**
+ * Removes a staging or retired folder if it can. One that cannot be removed (a file in it of another user's,
+ * say) stays beside the outDir, where it harms nothing: the bundle is already in place or untouched, and each
+ * later build tries again.
+ */
+async function removeLeftover(path: string): Promise<void> {
+  await rm(path, { recursive: true, force: true }).catch(() => {});
 }
 
 /**
@@ -163,7 +178,13 @@ function swapIn(staging: string, outDir: string): string | undefined {
     renameSync(outDir, retired);
     moved = true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EBUSY") {
+      throw new OutputError(
+        `${outDir} cannot be renamed: it is a mount point (or in use). A build swaps a new bundle in by renaming the outDir, so that readers never see half of one; set \`outDir\` to a folder inside it, such as ${join(outDir, "skills")}.`,
+      );
+    }
+    if (code !== "ENOENT") throw error;
   }
   try {
     renameSync(staging, outDir);
@@ -202,7 +223,7 @@ export async function recoverInterruptedBuild(outDir: string): Promise<void> {
     leftovers.splice(leftovers.indexOf(retired), 1);
   }
   const abandoned = leftovers.filter((leftover) => leftover.kind === "tmp" || leftover.kind === "old" || !isRunning(leftover.pid));
-  await Promise.all(abandoned.map((leftover) => rm(leftover.path, { recursive: true, force: true })));
+  await Promise.all(abandoned.map((leftover) => removeLeftover(leftover.path)));
 }
 
 /**

@@ -1,8 +1,6 @@
 import { parseArgs } from "node:util";
-import { ConfigError } from "../compile/config.js";
-import { OutputError } from "../bundle/emit.js";
 import { buildCommand, checkCommand } from "./commands/build.js";
-import { UsageError, write, type Command, type CommandIO } from "./commands/command.js";
+import { failureMessage, UsageError, write, type Command, type CommandIO } from "./commands/command.js";
 import { diffCommand } from "./commands/diff.js";
 import { initCommand } from "./commands/init.js";
 import { listCommand } from "./commands/list.js";
@@ -51,8 +49,9 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
       write(io.stderr, `skills ${command.name}: ${usageMessage}\nRun \`skills ${command.name} --help\` for its options and examples.`);
       return 2;
     }
-    if (error instanceof ConfigError || error instanceof OutputError) {
-      write(io.stderr, `skills: ${error.message}`);
+    const failure = failureMessage(error);
+    if (failure !== undefined) {
+      write(io.stderr, `skills: ${failure}`);
       return 2;
     }
     throw error;

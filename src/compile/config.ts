@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { isBuiltin, SourceMap } from "node:module";
 import { homedir } from "node:os";
@@ -8,6 +8,7 @@ import { inspect } from "node:util";
 import { z } from "zod";
 import { RULE_CODES } from "./diagnostics.js";
 import { didYouMean } from "./suggest.js";
+import { systemErrorReason } from "./fs-error.js";
 import type { FormatFunction } from "./render.js";
 
 export const CONFIG_FILE_NAMES = ["skills.config.ts", "skills.config.mts", "skills.config.js", "skills.config.mjs", "skills.config.json"] as const;
@@ -57,6 +58,7 @@ const agentSchema = z.strictObject({
 });
 
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
+export const AGENT_ID_MAX_LENGTH = 64;
 
 export const configSchema = z.strictObject({
   /** Lets `skills.config.json` name its JSON Schema (`skills schema config`) for editor completion; ignored. */
@@ -92,7 +94,14 @@ export const configSchema = z.strictObject({
   descriptionFallback: z.literal("first-paragraph").optional(),
   rules: z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"])).default({}),
   agents: z
-    .record(z.string().regex(AGENT_ID_PATTERN, "agent ids are lowercase letters, digits and hyphens, starting with a letter"), agentSchema)
+    .record(
+      z
+        .string()
+        .regex(AGENT_ID_PATTERN, "agent ids are lowercase letters, digits and hyphens, starting with a letter")
+        // Each id names files (prompts/<id>.txt, agents/<id>.d.ts): the limit keeps them under the 255 bytes a file name may take.
+        .max(AGENT_ID_MAX_LENGTH, `agent ids are at most ${AGENT_ID_MAX_LENGTH} characters`),
+      agentSchema,
+    )
     .refine((agents) => Object.keys(agents).length > 0, "define at least one agent"),
 });
 
@@ -146,9 +155,10 @@ export class ConfigError extends Error {
 
 /** Finds (`path` omitted: the first config file in `cwd`), loads and validates a config. */
 export async function loadConfig(path?: string, cwd = process.cwd()): Promise<LoadedConfig> {
-  const file = path ? resolve(cwd, path) : CONFIG_FILE_NAMES.map((name) => join(cwd, name)).find((candidate) => existsSync(candidate));
+  // lstat: a link named skills.config.ts is found even when its target is missing, and then reported as such.
+  const file = path ? resolve(cwd, path) : CONFIG_FILE_NAMES.map((name) => join(cwd, name)).find((candidate) => lstatSync(candidate, { throwIfNoEntry: false }));
   if (!file) throw new ConfigError(cwd, `no config found (looked for ${CONFIG_FILE_NAMES.join(", ")}); run \`skills init\` to create one`);
-  if (!existsSync(file)) throw new ConfigError(file, "the config file does not exist");
+  assertConfigFile(file);
   const { value, inputs, exportAt, code } = await importConfigFile(file);
   let parsed: ReturnType<typeof configSchema.safeParse>;
   try {
@@ -179,18 +189,80 @@ interface ImportedConfig {
   code?: ConfigCode;
 }
 
+/**
+ * The config must be a regular file that can be read. It is opened non-blocking and checked before anything
+ * reads it: a folder would fail deep inside esbuild or Node, and a FIFO would wait for a writer forever.
+ */
+function assertConfigFile(file: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new ConfigError(file, `${stats.isDirectory() ? "a folder" : "not a regular file (a FIFO, socket or device), so it is not read"}, not a config file; name the config file itself`);
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      const link = lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink();
+      throw new ConfigError(file, link ? `the config file is a symbolic link to ${readlinkSync(file)}, which does not exist` : "the config file does not exist");
+    }
+    throw new ConfigError(file, `cannot read the config file: ${systemErrorReason(error as NodeJS.ErrnoException)}`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 async function importConfigFile(file: string): Promise<ImportedConfig> {
   if (file.endsWith(".json")) {
-    const text = await readFile(file, "utf8");
+    // A byte order mark is allowed: some editors on Windows save JSON with one.
+    const text = (await readFile(file, "utf8")).replace(/^\uFEFF/, "");
+    let value: unknown;
     try {
-      return { value: JSON.parse(text), inputs: [file], exportAt: `${file}:1:1` };
+      value = JSON.parse(text);
     } catch (error) {
       throw new ConfigError(file, `invalid JSON: ${(error as Error).message}`);
     }
+    const badKey = findBadJsonKey(text);
+    if (badKey) {
+      const before = text.slice(0, badKey.at).split("\n");
+      throw new ConfigError(`${file}:${before.length}:${before.at(-1)!.length + 1}`, badKey.message);
+    }
+    return { value, inputs: [file], exportAt: `${file}:1:1` };
   }
   if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file);
   const code: ConfigCode = { module: file, sources: [{ path: file, text: await readFile(file, "utf8") }] };
   return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`, code), inputs: [file], exportAt: exportLocation(file, code), code };
+}
+
+/**
+ * In valid JSON `text`, the first key that JSON.parse would lose or let change the object's meaning: one
+ * given twice in an object (JSON.parse keeps the last, silently), `__proto__` (which a copy turns into the
+ * object's prototype, so an agent of that name vanishes) or `constructor`. Returns its offset and what is wrong.
+ */
+function findBadJsonKey(text: string): { at: number; message: string } | undefined {
+  /** For each open object, the keys seen so far; undefined for an open array. */
+  const open: (Set<string> | undefined)[] = [];
+  const colon = /[ \t\r\n]*:/y;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    if (char === "{") open.push(new Set());
+    else if (char === "[") open.push(undefined);
+    else if (char === "}" || char === "]") open.pop();
+    else if (char === '"') {
+      let end = index + 1;
+      while (text[end] !== '"') end += text[end] === "\\" ? 2 : 1;
+      const keys = open.at(-1);
+      colon.lastIndex = end + 1;
+      if (keys && colon.test(text)) {
+        const key = JSON.parse(text.slice(index, end + 1)) as string;
+        if (key === "__proto__" || key === "constructor") return { at: index, message: `the key "${key}" is not allowed: it names a built-in part of JavaScript objects; rename it` };
+        if (keys.has(key)) return { at: index, message: `the key "${key}" appears twice in one object; JSON keeps only the last, so remove one` };
+        keys.add(key);
+      }
+      index = end;
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -27,6 +27,7 @@ export const RULES = {
   "selection-overlap": { severity: "warn", skip: "keep", when: "matched by `available` and `inline`" },
   "pattern-unmatched": { severity: "warn", skip: "keep", when: "a pattern selected nothing" },
   "root-missing": { severity: "warn", skip: "none", when: "a root does not exist or cannot be read" },
+  "root-not-folder": { severity: "error", skip: "none", when: "a root is a file, not a folder" },
   "symlink-escape": { severity: "warn", skip: "skip", when: "a link resolves outside its root" },
   "path-unreadable": { severity: "warn", skip: "skip", when: "a folder or SKILL.md inside a root cannot be read" },
   "skill-folder-too-large": { severity: "error", skip: "keep", when: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },

@@ -56,7 +56,16 @@ export function discoverRoot(root: string, display: (path: string) => string): R
   let rootReal: string;
   try {
     rootReal = realpathSync.native(root);
-    if (!statSync(rootReal).isDirectory()) throw new Error("not a folder");
+    if (!statSync(rootReal).isDirectory()) {
+      // A file where a root should be is a mistake in the config, not a root still to be made: an error.
+      findings.push({
+        code: "root-not-folder",
+        file: display(root),
+        message: `the root ${display(root)} is a file, not a folder`,
+        hint: "A root is a folder of skill folders (or one skill's folder); point `root` at the folder that holds SKILL.md, not at the file.",
+      });
+      return { root, skills: [], findings, folders: [] };
+    }
   } catch (error) {
     findings.push({
       code: "root-missing",

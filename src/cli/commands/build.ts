@@ -1,12 +1,10 @@
 import { relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
-import { ConfigError } from "../../compile/config.js";
-import { OutputError } from "../../bundle/emit.js";
 import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, type OutputFormat } from "../report.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
+import { failureMessage, UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
   --strict           warnings fail the run too
@@ -137,8 +135,8 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
           const parsed = `${result.cache.parsed} of ${result.cache.parsed + result.cache.reused} SKILL.md parsed`;
           write(io.stderr, `Built in ${Math.round(ms)} ms (${parsed})${result.ok ? "" : "; the last good bundle stays"}.`);
         } else {
-          const known = error instanceof ConfigError || error instanceof OutputError;
-          write(io.stderr, `skills: ${known ? (error as Error).message : `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`}`);
+          const failure = failureMessage(error);
+          write(io.stderr, `skills: ${failure ?? `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`}`);
           write(io.stderr, `Stopped after ${Math.round(ms)} ms; nothing written, the last good bundle stays.`);
         }
         if (first) write(io.stderr, `Watching ${watching.folders} ${watching.folders === 1 ? "folder" : "folders"} for changes (Ctrl-C to stop).`);

@@ -1,4 +1,7 @@
 import type { ParseArgsConfig } from "node:util";
+import { OutputError } from "../../bundle/emit.js";
+import { ConfigError } from "../../compile/config.js";
+import { describeSystemError, FileSystemError, isSystemError } from "../../compile/fs-error.js";
 
 export interface CommandIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -30,4 +33,13 @@ export class UsageError extends Error {
 
 export function write(stream: NodeJS.WritableStream, text: string): void {
   if (text) stream.write(text.endsWith("\n") ? text : `${text}\n`);
+}
+
+/**
+ * The one line for a failure that is not a bug: a config that does not load, an outDir skillbake will not
+ * replace, a filesystem that refuses (permissions, read-only, full, a path that cannot be). Undefined for a bug.
+ */
+export function failureMessage(error: unknown): string | undefined {
+  if (error instanceof ConfigError || error instanceof OutputError || error instanceof FileSystemError) return error.message;
+  return isSystemError(error) ? describeSystemError(error) : undefined;
 }

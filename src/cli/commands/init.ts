@@ -1,7 +1,8 @@
-import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { lstatSync } from "node:fs";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { CONFIG_FILE_NAMES } from "../../compile/config.js";
+import { FileSystemError, isSystemError } from "../../compile/fs-error.js";
 import { write, type Command } from "./command.js";
 
 export const EXAMPLE_SKILL = "explain-code";
@@ -59,7 +60,8 @@ Examples:
   options: {},
   maxPositionals: 0,
   async run(_values, _positionals, io) {
-    const existing = [...CONFIG_FILE_NAMES, SKILL_FILE].filter((file) => existsSync(join(io.cwd, file)));
+    // lstat: a link counts, even one whose target is missing (writing through it would create its target).
+    const existing = [...CONFIG_FILE_NAMES, SKILL_FILE].filter((file) => isPresent(join(io.cwd, file)));
     if (existing.length > 0) {
       write(io.stderr, `skills init: ${existing.join(", ")} already ${existing.length === 1 ? "exists" : "exist"}; nothing was written.`);
       write(io.stderr, "Edit what is there (`skills build` compiles it), or move it away to start over.");
@@ -73,23 +75,43 @@ Examples:
     }
 
     const done: string[] = [];
-    for (const [file, text] of [
-      ["skills.config.ts", CONFIG],
-      [SKILL_FILE, SKILL],
-    ] as const) {
-      await mkdir(dirname(join(io.cwd, file)), { recursive: true });
-      await writeFile(join(io.cwd, file), text, { flag: "wx" }); // "wx": fail rather than overwrite a file made meanwhile
-      done.push(`Created ${file}`);
-    }
-    if (packageJson) {
-      const scripts = packageJson.value.scripts ?? {};
-      if (scripts[SCRIPT_NAME] === undefined) {
-        packageJson.value.scripts = { ...scripts, [SCRIPT_NAME]: SCRIPT };
-        await writeFile(join(io.cwd, "package.json"), `${JSON.stringify(packageJson.value, null, packageJson.indent)}\n`);
-        done.push(`Added "${SCRIPT_NAME}": "${SCRIPT}" to the scripts in package.json`);
-      } else {
-        done.push(`Kept the existing "${SCRIPT_NAME}" script in package.json`);
+    // Everything or nothing: what this run created is removed again when a later step fails (a file named
+    // `skills` in the way, a full or read-only disk), and package.json is replaced whole, never rewritten in place.
+    const created: string[] = [];
+    let doing = "";
+    try {
+      doing = `create ${dirname(SKILL_FILE)}`;
+      const folder = await mkdir(join(io.cwd, dirname(SKILL_FILE)), { recursive: true });
+      if (folder) created.push(folder);
+      for (const [file, text] of [
+        ["skills.config.ts", CONFIG],
+        [SKILL_FILE, SKILL],
+      ] as const) {
+        doing = `create ${file}`;
+        await writeFile(join(io.cwd, file), text, { flag: "wx" }); // "wx": fail rather than overwrite a file made meanwhile
+        created.push(join(io.cwd, file));
+        done.push(`Created ${file}`);
       }
+      if (packageJson) {
+        const scripts = packageJson.value.scripts ?? {};
+        if (scripts[SCRIPT_NAME] === undefined) {
+          doing = "update package.json";
+          packageJson.value.scripts = { ...scripts, [SCRIPT_NAME]: SCRIPT };
+          const replacement = join(io.cwd, `.package.json.skills-init-${process.pid}`);
+          created.push(replacement);
+          await writeFile(replacement, `${JSON.stringify(packageJson.value, null, packageJson.indent)}\n`, { flag: "wx" });
+          await rename(replacement, join(io.cwd, "package.json"));
+          created.pop();
+          done.push(`Added "${SCRIPT_NAME}": "${SCRIPT}" to the scripts in package.json`);
+        } else {
+          done.push(`Kept the existing "${SCRIPT_NAME}" script in package.json`);
+        }
+      }
+    } catch (error) {
+      for (const path of created.reverse()) await rm(path, { recursive: true, force: true }).catch(() => {});
+      if (!isSystemError(error)) throw error;
+      write(io.stderr, `skills init: ${new FileSystemError(doing, error).message}; nothing was written.`);
+      return 2;
     }
 
     write(
@@ -128,4 +150,14 @@ async function readPackageJson(file: string): Promise<PackageJson | "invalid" | 
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Whether anything, a link included, is at `path`; not when a part of the path is missing or is a file. */
+function isPresent(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
