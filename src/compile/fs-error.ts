@@ -54,5 +54,7 @@ const REASONS: Record<string, string> = {
 
 /** Why a system call failed, in words. */
 export function systemErrorReason(error: NodeJS.ErrnoException): string {
+  // `mkdir -p` through a file: Node reports the file as existing.
+  if (error.code === "EEXIST" && error.syscall === "mkdir") return "a part of the path is a file, not a folder";
   return (error.code !== undefined ? REASONS[error.code] : undefined) ?? error.code ?? error.message;
 }
