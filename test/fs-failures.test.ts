@@ -224,3 +224,26 @@ describe("skills init", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 });
+
+describe("leftovers of a swap that could not be cleaned up", () => {
+  it("an outDir with files of another user's: the new bundle goes in, and the retired one it cannot delete never blocks a later build", async () => {
+    const dir = await project();
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    // The unprivileged user may rename the outDir but not delete what is in its prompts/ folder.
+    await chmod(join(dir, "dist"), 0o777);
+    await chmod(join(dir, "dist/skills"), 0o777);
+    if (UNPRIVILEGED === undefined) await chmod(join(dir, "dist/skills/prompts"), 0o555);
+    try {
+      for (const version of ["second", "third"]) {
+        await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", `The ${version} version. Use when testing.`));
+        const run = await runCli(["build"], { cwd: dir, uid: UNPRIVILEGED });
+        expect(run.stderr).toContain("Wrote dist/skills");
+        expect(run.code, run.stderr).toBe(0);
+        expect(await readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8")).toContain(`The ${version} version.`);
+      }
+    } finally {
+      await chmod(join(dir, "dist/skills/prompts"), 0o755).catch(() => {});
+    }
+    expect((await readdir(join(dir, "dist"))).filter((name) => name.startsWith(".skills.old-")).length).toBeGreaterThan(0);
+  });
+});

@@ -131,6 +131,42 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
     });
   }
 
+  it("refuses its own bundle once a file it does not list is added (a copied manifest.json beside user files), and deletes nothing", async () => {
+    const dir = await project();
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    await writeTree(dir, { "dist/skills/notes.md": "mine", "dist/skills/prompts/draft.txt": "mine too", "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const before = await snapshot(join(dir, "dist"));
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      `skills: ${join(dir, "dist/skills")} holds files its manifest does not list (notes.md, prompts/draft.txt); a build replaces the whole folder, so it will not delete them. Move them out of ${join(dir, "dist/skills")}, or choose another \`outDir\`.`,
+    );
+    expect(await snapshot(join(dir, "dist"))).toEqual(before);
+  });
+
+  it("refuses a manifest.json that is a link to a bundle's manifest, without reading through it", async () => {
+    const dir = await project();
+    expect((await runCli(["build", "--out", "elsewhere"], { cwd: dir })).code).toBe(0);
+    await writeTree(dir, { "dist/skills/manifest.json": { link: join(dir, "elsewhere/manifest.json") } });
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("was not written by skillbake");
+  });
+
+  it("replaces its own bundle with staged skill files (stage: true), which the manifest lists under skills/", async () => {
+    const dir = await project({ stage: true, location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }, { "skills/alpha/references/guide.md": "Guide.\n" });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect(existsSync(join(dir, "dist/skills/skills/alpha/references/guide.md"))).toBe(true);
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const rebuild = await runCli(["build"], { cwd: dir });
+    expect(rebuild.stderr).not.toContain("does not list");
+    expect(rebuild.code).toBe(0);
+    await writeTree(dir, { "dist/skills/skills/alpha/mine.md": "mine", "skills/alpha/SKILL.md": skillMd("alpha") });
+    const refused = await runCli(["build"], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("holds files its manifest does not list (skills/alpha/mine.md)");
+  });
+
   it("refuses a manifest.json that is a FIFO without waiting for a writer", async () => {
     const dir = await project();
     await mkdir(join(dir, "dist/skills"), { recursive: true });

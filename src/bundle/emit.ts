@@ -8,6 +8,8 @@ import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
 import { hashFile } from "../compile/resources.js";
+import { escapeInvisible } from "../compile/terminal.js";
+import { z } from "zod";
 
 /** The outDir is one skillbake must not replace, or another build is writing it; the CLI exits 2. */
 export class OutputError extends Error {
@@ -352,45 +354,109 @@ async function stageCopies(staging: string, copies: readonly StagedCopy[]): Prom
   }
 }
 
-/** An absent or empty folder, or one whose manifest says skillbake wrote it. */
+/**
+ * An absent or empty folder, or one skillbake wrote whose every file its manifest lists. Replacing the outDir
+ * deletes all of it, so a file of the user's in it (beside a manifest.json copied from a bundle, say) refuses
+ * the build instead of being deleted.
+ */
 async function assertReplaceable(outDir: string): Promise<void> {
-  let entries: string[];
+  let files: string[];
   try {
-    entries = await readdir(outDir);
+    files = await filesUnder(outDir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return;
     if (code === "ENOTDIR") throw new OutputError(`${outDir} is a file, not a folder; skillbake will not replace it`);
     throw error;
   }
-  if (entries.length === 0 || (await hasOwnManifest(outDir))) return;
-  throw new OutputError(`${outDir} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`);
+  if (files.length === 0) return;
+  const listed = await manifestListing(outDir, files);
+  if (!listed) throw new OutputError(`${outDir} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`);
+  const unlisted = files.filter((path) => !listed.has(path));
+  if (unlisted.length === 0) return;
+  const shown = unlisted.slice(0, 3).map((path) => escapeInvisible(path)).join(", ") + (unlisted.length > 3 ? ` and ${unlisted.length - 3} more` : "");
+  throw new OutputError(
+    `${outDir} holds files its manifest does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${outDir}, or choose another \`outDir\`.`,
+  );
 }
 
+/** Every entry under `dir` that is not a folder (files, links, special files), relative and `/`-separated. */
+async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
+  const files: string[] = [];
+  for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) files.push(...(await filesUnder(dir, path)));
+    else files.push(path);
+  }
+  return files;
+}
+
+/** What `manifestListing` reads of a manifest: only what names the bundle's files. */
+const manifestHead = z.looseObject({ generator: z.literal(GENERATOR), hashes: z.looseObject({ outputs: z.record(z.string(), z.string()) }) });
+const manifestStaged = z.looseObject({ skills: z.array(z.looseObject({ staged: z.string().optional(), files: z.array(z.looseObject({ path: z.string() })) })) });
+
 /**
- * Whether outDir's manifest.json has skillbake's top-level `"generator"` line. A manifest is written with
- * sorted keys, two-space indented, so this line is unique to its top level (a line break inside a string is
- * escaped) and comes before `skills`, which holds the bodies: a few chunks are read, never the whole file
- * (parsing a 10,000-skill manifest to read one field took ~0.4 s and 300 MB).
+ * The files outDir's manifest.json says skillbake wrote: itself, `hashes.outputs` and, with `stage: true`, each
+ * staged skill's files. Undefined when there is no skillbake manifest (none; a link, a FIFO or another special
+ * file, which is not opened through; not JSON; another generator's).
+ *
+ * A manifest is written with sorted keys, two-space indented, so its top-level `"schemaVersion"` line is unique
+ * (a line break inside a string is escaped) and everything before it holds `generator` and `hashes` but not
+ * `skills`, which holds the bodies: only that head is read and parsed (parsing a 10,000-skill manifest whole
+ * took ~0.4 s and 300 MB). The whole file is parsed only when files under skills/ need the staged copies' list.
  */
-async function hasOwnManifest(outDir: string): Promise<boolean> {
-  const marker = Buffer.from(`\n  "generator": ${JSON.stringify(GENERATOR)},\n`);
-  // Non-blocking, so a FIFO in its place reads as empty instead of waiting for a writer.
-  const file = await open(join(outDir, "manifest.json"), constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
-  if (!file) return false;
+async function manifestListing(outDir: string, files: readonly string[]): Promise<Set<string> | undefined> {
+  const head = manifestHead.safeParse(parseJson(await readManifest(outDir, HEAD_END)));
+  if (!head.success) return undefined;
+  const listed = new Set(["manifest.json", ...Object.keys(head.data.hashes.outputs)]);
+  if (files.some((path) => !listed.has(path) && path.startsWith("skills/"))) {
+    const whole = manifestStaged.safeParse(parseJson(await readManifest(outDir)));
+    for (const skill of whole.success ? whole.data.skills : []) {
+      if (skill.staged !== undefined) for (const file of skill.files) listed.add(`${skill.staged}/${file.path}`);
+    }
+  }
+  return listed;
+}
+
+const HEAD_END = Buffer.from(`\n  "schemaVersion": `);
+
+/**
+ * outDir's manifest.json as text, up to the line `until` begins (the head, closed to make it JSON), or whole;
+ * undefined when it cannot be read or is not a regular file. Opened without following a link and non-blocking,
+ * so neither a link out of the outDir nor a FIFO in its place is read.
+ */
+async function readManifest(outDir: string, until?: Buffer): Promise<string | undefined> {
+  const file = await open(join(outDir, "manifest.json"), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch(() => undefined);
+  if (!file) return undefined;
   try {
-    const chunk = Buffer.alloc(1 << 16);
-    let carried = Buffer.alloc(0);
+    if (!(await file.stat()).isFile()) return undefined;
+    const chunks: Buffer[] = [];
+    let length = 0;
+    /** The end of what was read before, so a marker split between two chunks is found. */
+    let tail = Buffer.alloc(0);
     for (;;) {
+      const chunk = Buffer.alloc(1 << 16);
       const { bytesRead } = await file.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) return false;
-      const window = Buffer.concat([carried, chunk.subarray(0, bytesRead)]);
-      if (window.includes(marker)) return true;
-      carried = window.subarray(Math.max(0, window.length - marker.length + 1));
+      if (bytesRead === 0) return until ? undefined : Buffer.concat(chunks, length).toString("utf8");
+      const fresh = chunk.subarray(0, bytesRead);
+      const window = Buffer.concat([tail, fresh]);
+      const at = until ? window.indexOf(until) : -1;
+      chunks.push(fresh);
+      length += bytesRead;
+      if (at >= 0) return `${Buffer.concat(chunks, length).subarray(0, length - window.length + at).toString("utf8").replace(/,$/, "")}\n}`;
+      if (until) tail = window.subarray(Math.max(0, window.length - until.length + 1));
     }
   } catch {
-    return false; // unreadable (a folder, a device): not ours
+    return undefined;
   } finally {
     await file.close();
+  }
+}
+
+function parseJson(text: string | undefined): unknown {
+  try {
+    return text === undefined ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
