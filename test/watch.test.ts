@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -103,6 +103,66 @@ describe("skills build --watch", () => {
     await waitFor(() => since().includes("nothing written, the last good bundle stays"), "the config error", output);
     expect(since()).toContain("invalid JSON");
     expect(await prompt()).toBe(beforeBadConfig);
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
+  it("a skills root moved away and back (a branch switch): the last good bundle stays, the return is built, later edits too", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    });
+    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+    const good = await prompt();
+
+    let mark = output().length;
+    await rename(join(dir, "skills"), join(dir, "skills-away"));
+    await waitFor(() => output().slice(mark).includes("the last good bundle stays"), "the root's absence", output);
+    expect(output().slice(mark)).toContain("Changed: skills\nWaiting for skills to come back (moved or deleted); nothing built, the last good bundle stays.");
+    expect(await prompt()).toBe(good);
+
+    // Back, as a new folder (as `git checkout` makes it), with a changed skill: built.
+    mark = output().length;
+    await writeTree(dir, { "skills-new/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports, on the other branch.") });
+    await rename(join(dir, "skills-new"), join(dir, "skills"));
+    await waitFor(async () => (await prompt()).includes("on the other branch"), "the returned root in the bundle", output);
+    expect(output().slice(mark)).not.toContain("skills/skills");
+
+    // And an edit after that is seen.
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited after the switch."));
+    await waitFor(async () => (await prompt()).includes("edited after the switch"), "a later edit in the bundle", output);
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
+  it("a rebuild refused by another build's lock is tried again", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    });
+    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+
+    // A lock held by a running process (this test's): the rebuild is refused until it is gone.
+    const lock = join(dir, "dist/.skills.lock");
+    await writeFile(lock, `${process.pid}\n`);
+    const mark = output().length;
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, while locked."));
+    await waitFor(() => output().slice(mark).includes("Trying again in 1 s."), "the refused rebuild", output);
+    expect(output().slice(mark)).toContain(`another skills build (process ${process.pid}) is writing`);
+    await rm(lock);
+    await waitFor(async () => (await prompt()).includes("while locked"), "the retried rebuild in the bundle", output);
 
     watch.child.kill("SIGINT");
     expect(await watch.exited).toBe(0);

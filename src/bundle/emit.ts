@@ -16,6 +16,11 @@ export class OutputError extends Error {
   override name = "OutputError";
 }
 
+/** Another build holds the outDir's lock: trying again later may succeed (watch mode does). */
+export class OutDirLockedError extends OutputError {
+  override name = "OutDirLockedError";
+}
+
 /**
  * Writes the bundle into a sibling temporary folder, then swaps it in (SPEC §6), so readers see the old
  * bundle or the new one, never a mix. `copies` are skill files `stage: true` puts into the bundle.
@@ -247,7 +252,7 @@ async function lockOutDir(outDir: string): Promise<() => Promise<void>> {
       }
       const holder = await lockHolder(lock);
       if ((holder !== undefined && isRunning(holder)) || attempt === 3) {
-        throw new OutputError(
+        throw new OutDirLockedError(
           `another skills build${holder === undefined ? "" : ` (process ${holder})`} is writing ${outDir}; wait for it to finish, then build again. If no build is running, delete ${lock}.`,
         );
       }

@@ -1,6 +1,8 @@
-import { lstatSync, watch, type FSWatcher } from "node:fs";
+import { lstatSync, statSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";
 import { build, type BuildOptions, type BuildResult } from "../api.js";
+import { OutDirLockedError } from "../bundle/emit.js";
+import { resolveRoot } from "../compile/config.js";
 
 /** One build of a watch session. */
 export interface WatchBuild {
@@ -10,6 +12,13 @@ export interface WatchBuild {
   result?: BuildResult;
   /** What stopped the build before it had an outcome: a config that no longer loads, an outDir it cannot replace. */
   error?: unknown;
+  /** Another build held the outDir's lock: this one runs again after this many milliseconds. */
+  retryInMs?: number;
+  /**
+   * Roots the last build found that are gone now (moved away by a branch switch or `git stash`, say): no build
+   * ran, so the last good bundle stays instead of an empty one; the next build runs when they are back.
+   */
+  missingRoots?: string[];
   /** How long the build took, in milliseconds. */
   ms: number;
   /** Folders watched after this build, and the reason some could not be (the system's limit on watches, say). */
@@ -26,6 +35,8 @@ interface Interest {
 
 /** Changes closer together than this are one change: an editor's save, a `git checkout`, a copied folder. */
 const QUIET_MS = 100;
+/** How long a build refused by another build's lock waits before it tries again. */
+const LOCK_RETRY_MS = 1000;
 
 /**
  * `build --watch`: builds, then rebuilds whenever a skill file, the config or a file it imports changes, until
@@ -40,11 +51,14 @@ const QUIET_MS = 100;
  * folders are watched and removed ones released. Events inside the outDir are ignored: the build's own writes.
  */
 export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBuild) => void | Promise<void>, signal: AbortSignal): Promise<void> {
-  /** Watched folder → whether discovery lists it (`walked`), and the names in it that matter besides. */
-  const watched = new Map<string, { watcher: FSWatcher } & Interest>();
+  /** Watched folder → its watcher and the folder's identity, whether discovery lists it, and the names in it that matter besides. */
+  const watched = new Map<string, { watcher: FSWatcher; identity: string } & Interest>();
   let outDir: string | undefined;
   /** Folders of the skills in the bundle: every file in them (and below) is listed in the manifest. */
   let skillFolders = new Set<string>();
+  /** The roots (absolute) that were folders at the last build, and the config's own files. */
+  let roots: string[] = [];
+  let configFiles = new Set<string>();
   let failed: string | undefined;
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
@@ -80,25 +94,34 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     const entry = watched.get(folder);
     if (!entry) return;
     if (name !== null && !entry.names.has(name) && !(entry.walked && mattersToDiscovery(folder, name))) return;
-    const path = name === null ? folder : join(folder, name);
+    // A watched folder moved or deleted is reported by its own name, as if it held an entry of that name.
+    const itself = name === null || (name === basename(folder) && identityOf(join(folder, name)) === undefined);
+    const path = itself ? folder : join(folder, name);
     if (isOwnOutput(path)) return;
     pending.add(path);
     schedule();
   };
 
-  const schedule = () => {
+  const schedule = (delay = QUIET_MS) => {
     clearTimeout(timer);
     timer = setTimeout(() => {
       if (building) return; // the running build schedules again when it ends
-      building = runBuild([...pending]).finally(() => {
+      building = runBuild([...pending]).then((retryInMs) => {
         building = undefined;
-        if (pending.size > 0 && !signal.aborted) schedule();
+        if (!signal.aborted && (retryInMs !== undefined || pending.size > 0)) schedule(retryInMs);
       });
-    }, QUIET_MS);
+    }, delay);
   };
 
-  const runBuild = async (changed: string[]) => {
+  /** Runs a build and reports it; returns when to try again, for a build another build's lock refused. */
+  const runBuild = async (changed: string[]): Promise<number | undefined> => {
     pending.clear();
+    const watching = () => ({ folders: watched.size, ...(failed ? { failed } : {}) });
+    const missingRoots = changed.some((path) => configFiles.has(path)) ? [] : roots.filter((root) => !isFolder(root));
+    if (missingRoots.length > 0) {
+      await onBuild({ changed, missingRoots, ms: 0, watching: watching() });
+      return undefined;
+    }
     const start = performance.now();
     let result: BuildResult | undefined;
     let error: unknown;
@@ -109,19 +132,28 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     }
     const ms = performance.now() - start;
     if (result && !signal.aborted) follow(result);
-    await onBuild({ changed, ...(result ? { result } : { error }), ms, watching: { folders: watched.size, ...(failed ? { failed } : {}) } });
+    const retryInMs = error instanceof OutDirLockedError && changed.length > 0 ? LOCK_RETRY_MS : undefined;
+    if (retryInMs !== undefined) for (const path of changed) pending.add(path);
+    await onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
+    return retryInMs;
   };
 
   /** Watches what this build read, and stops watching what it no longer reads. */
   const follow = (result: BuildResult) => {
     outDir = result.outDir;
     skillFolders = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir)));
+    const allRoots = Object.values(result.config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, result.config.dir)));
+    roots = [...new Set(allRoots)].filter(isFolder);
+    configFiles = new Set(result.config.inputs);
     const wanted = new Map<string, Interest>();
     const interest = (folder: string) => wanted.get(folder) ?? wanted.set(folder, { walked: false, names: new Set() }).get(folder)!;
     for (const folder of result.inputs.folders) if (!isOwnOutput(folder)) interest(folder).walked = true;
-    for (const file of [...result.config.inputs, ...result.inputs.files]) interest(dirname(file)).names.add(basename(file));
+    // A root's parent, for the root's name: a root that goes away and comes back (a branch switch) is seen.
+    for (const file of [...result.config.inputs, ...result.inputs.files, ...allRoots]) interest(dirname(file)).names.add(basename(file));
     for (const [folder, entry] of watched) {
-      if (wanted.has(folder)) continue;
+      // A folder replaced by another of the same name (moved away and back, checked out anew) is watched anew:
+      // the old watch follows the old folder wherever it went.
+      if (wanted.has(folder) && identityOf(folder) === entry.identity) continue;
       entry.watcher.close();
       watched.delete(folder);
     }
@@ -133,6 +165,8 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
         continue;
       }
       try {
+        const identity = identityOf(folder);
+        if (identity === undefined) continue; // gone since the build listed it; its parent's watch saw that
         const watcher = watch(folder, { persistent: true }, (_event, name) => onChange(folder, name === null ? null : String(name)));
         // The folder went away (its parent's watch reports that too): stop watching; the rebuild decides.
         watcher.on("error", () => {
@@ -141,7 +175,7 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
           pending.add(folder);
           schedule();
         });
-        watched.set(folder, { watcher, walked, names });
+        watched.set(folder, { watcher, identity, walked, names });
       } catch (caught) {
         const code = (caught as NodeJS.ErrnoException).code;
         if (code === "ENOENT" || code === "ENOTDIR") continue; // gone since the build listed it; its parent's watch saw that
@@ -162,4 +196,22 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     if (signal.aborted) stop();
     else signal.addEventListener("abort", stop, { once: true });
   });
+}
+
+/** A folder's device and inode (undefined: nothing there), to tell a folder from another put in its place. */
+function identityOf(path: string): string | undefined {
+  try {
+    const stats = lstatSync(path);
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

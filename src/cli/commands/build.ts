@@ -123,21 +123,25 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
   try {
     await watchBuild(
       options,
-      async ({ changed, result, error, ms, watching }) => {
+      async ({ changed, result, error, retryInMs, missingRoots, ms, watching }) => {
         const first = builds++ === 0;
         if (first && !result) {
           firstError = error; // nothing to watch: the CLI reports it as it exits
           return;
         }
         if (changed.length > 0) write(io.stderr, `\nChanged: ${describeChanges(changed, io.cwd)}`);
-        if (result) {
+        if (missingRoots) {
+          const roots = missingRoots.map((root) => shownPath(root, io.cwd)).join(", ");
+          write(io.stderr, `Waiting for ${roots} to come back (moved or deleted); nothing built, the last good bundle stays.`);
+        } else if (result) {
           await report("build", result, values, io, format, { strict, maxWarnings });
           const parsed = `${result.cache.parsed} of ${result.cache.parsed + result.cache.reused} SKILL.md parsed`;
           write(io.stderr, `Built in ${Math.round(ms)} ms (${parsed})${result.ok ? "" : "; the last good bundle stays"}.`);
         } else {
           const failure = failureMessage(error);
           write(io.stderr, `skills: ${failure ?? `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`}`);
-          write(io.stderr, `Stopped after ${Math.round(ms)} ms; nothing written, the last good bundle stays.`);
+          const retry = retryInMs === undefined ? "" : ` Trying again in ${retryInMs / 1000} s.`;
+          write(io.stderr, `Stopped after ${Math.round(ms)} ms; nothing written, the last good bundle stays.${retry}`);
         }
         if (first) write(io.stderr, `Watching ${watching.folders} ${watching.folders === 1 ? "folder" : "folders"} for changes (Ctrl-C to stop).`);
         if (watching.failed) write(io.stderr, `skills: some folders are not watched: ${escapeInvisible(watching.failed)}`);
