@@ -153,7 +153,7 @@ describe("build cache", () => {
     }
   });
 
-  it("rewrites a bundle someone edited, removed a file from or added one to", async () => {
+  it("rewrites a bundle someone edited or removed a file from; refuses one a file was added to, deleting nothing", async () => {
     const dir = await project();
     await run(dir);
     const original = await prompt(dir);
@@ -165,10 +165,14 @@ describe("build cache", () => {
     expect((await run(dir)).written).toBe(true);
     expect(await prompt(dir)).toBe(original);
 
+    // A file the manifest does not list is not skillbake's to delete.
     for (const stray of ["dist/skills/agents/stray.js", "dist/skills/stray.txt"]) {
       await writeFile(join(dir, stray), "");
-      expect((await run(dir)).written).toBe(true);
-      expect((await run(dir)).written).toBe(false);
+      await expect(run(dir)).rejects.toThrow(`holds files its manifest does not list (${stray.slice("dist/skills/".length)})`);
+      expect(await readFile(join(dir, stray), "utf8")).toBe("");
+      await rm(join(dir, stray));
+      await run(dir);
+      expect(await prompt(dir)).toBe(original);
     }
   });
 
