@@ -31,6 +31,20 @@ afterEach(() => {
   for (const child of running.splice(0)) child.kill("SIGKILL");
 });
 
+/** A project with one skill, alpha, watched through its first build. */
+async function watchedProject() {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+    "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+  });
+  const watch = startWatch(dir);
+  running.push(watch.child);
+  await waitFor(() => watch.output().includes("Watching"), "the first build", watch.output);
+  const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+  return { dir, watch, output: watch.output, prompt };
+}
+
 describe("skills build --watch", () => {
   it("rebuilds on edits, keeps the last good bundle while a skill is broken, and picks up new skills and config edits", async () => {
     const dir = await tempDir();
@@ -109,16 +123,7 @@ describe("skills build --watch", () => {
   }, 120_000);
 
   it("a skills root moved away and back (a branch switch): the last good bundle stays, the return is built, later edits too", async () => {
-    const dir = await tempDir();
-    await writeTree(dir, {
-      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
-      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
-    });
-    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
-    const watch = startWatch(dir);
-    running.push(watch.child);
-    const { output } = watch;
-    await waitFor(() => output().includes("Watching"), "the first build", output);
+    const { dir, watch, output, prompt } = await watchedProject();
     const good = await prompt();
 
     let mark = output().length;
@@ -143,16 +148,7 @@ describe("skills build --watch", () => {
   }, 120_000);
 
   it("a rebuild refused by another build's lock is tried again", async () => {
-    const dir = await tempDir();
-    await writeTree(dir, {
-      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
-      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
-    });
-    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
-    const watch = startWatch(dir);
-    running.push(watch.child);
-    const { output } = watch;
-    await waitFor(() => output().includes("Watching"), "the first build", output);
+    const { dir, watch, output, prompt } = await watchedProject();
 
     // A lock held by a running process (this test's): the rebuild is refused until it is gone.
     const lock = join(dir, "dist/.skills.lock");
