@@ -3,5 +3,6 @@ export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsCo
 export type { AgentSkill, CompiledAgent, Compilation } from "./compile/compile.js";
 export type { Diagnostic, RuleCode, Severity } from "./compile/diagnostics.js";
 export { OutputError } from "./bundle/emit.js";
+export { FileSystemError } from "./compile/fs-error.js";
 export { manifestSchema, type Manifest } from "./bundle/manifest.js";
 export type { FormatContext, FormatFunction, FormatSkill } from "./compile/render.js";
