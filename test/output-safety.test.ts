@@ -153,6 +153,17 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
     expect(run.stderr).toContain("was not written by skillbake");
   });
 
+  it("replaces its own bundle with skill files staged per agent, which the manifest lists under agents/<id>/skills/", async () => {
+    const agents = { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "skills" }] } };
+    const dir = await project({ stage: { layout: "per-agent" }, location: "relative", agents }, { "skills/alpha/references/guide.md": "Guide.\n" });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect(existsSync(join(dir, "dist/skills/agents/other/skills/alpha/references/guide.md"))).toBe(true);
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const rebuild = await runCli(["build"], { cwd: dir });
+    expect(rebuild.stderr).not.toContain("does not list");
+    expect(rebuild.code).toBe(0);
+  });
+
   it("replaces its own bundle with staged skill files (stage: true), which the manifest lists under skills/", async () => {
     const dir = await project({ stage: true, location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }, { "skills/alpha/references/guide.md": "Guide.\n" });
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);

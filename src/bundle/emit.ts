@@ -398,27 +398,33 @@ async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
 
 /** What `manifestListing` reads of a manifest: only what names the bundle's files. */
 const manifestHead = z.looseObject({ generator: z.literal(GENERATOR), hashes: z.looseObject({ outputs: z.record(z.string(), z.string()) }) });
-const manifestStaged = z.looseObject({ skills: z.array(z.looseObject({ staged: z.string().optional(), files: z.array(z.looseObject({ path: z.string() })) })) });
+const stagedSkill = z.looseObject({ file: z.string(), staged: z.string().optional() });
+const manifestStaged = z.looseObject({
+  agents: z.record(z.string(), z.looseObject({ skills: z.array(stagedSkill) })),
+  skills: z.array(stagedSkill.extend({ files: z.array(z.looseObject({ path: z.string() })) })),
+});
 
 /**
- * The files outDir's manifest.json says skillbake wrote: itself, `hashes.outputs` and, with `stage: true`, each
- * staged skill's files. Undefined when there is no skillbake manifest (none; a link, a FIFO or another special
+ * The files outDir's manifest.json says skillbake wrote: itself, `hashes.outputs` and, with `stage`, each staged
+ * copy's files (in skills/<name>, or per agent in agents/<id>/skills/<name>). Undefined when there is no skillbake manifest (none; a link, a FIFO or another special
  * file, which is not opened through; not JSON; another generator's).
  *
  * A manifest is written with sorted keys, two-space indented, so its top-level `"schemaVersion"` line is unique
  * (a line break inside a string is escaped) and everything before it holds `generator` and `hashes` but not
  * `skills`, which holds the bodies: only that head is read and parsed (parsing a 10,000-skill manifest whole
- * took ~0.4 s and 300 MB). The whole file is parsed only when files under skills/ need the staged copies' list.
+ * took ~0.4 s and 300 MB). The whole file is parsed only when files remain that the head does not list.
  */
 async function manifestListing(outDir: string, files: readonly string[]): Promise<Set<string> | undefined> {
   const head = manifestHead.safeParse(parseJson(await readManifest(outDir, HEAD_END)));
   if (!head.success) return undefined;
   const listed = new Set(["manifest.json", ...Object.keys(head.data.hashes.outputs)]);
-  if (files.some((path) => !listed.has(path) && path.startsWith("skills/"))) {
-    const whole = manifestStaged.safeParse(parseJson(await readManifest(outDir)));
-    for (const skill of whole.success ? whole.data.skills : []) {
-      if (skill.staged !== undefined) for (const file of skill.files) listed.add(`${skill.staged}/${file.path}`);
-    }
+  if (files.every((path) => listed.has(path))) return listed;
+  const whole = manifestStaged.safeParse(parseJson(await readManifest(outDir)));
+  if (!whole.success) return listed;
+  const filesOf = new Map(whole.data.skills.map((skill) => [skill.file, skill.files]));
+  const staged = [...whole.data.skills, ...Object.values(whole.data.agents).flatMap((agent) => agent.skills)];
+  for (const { file, staged: folder } of staged) {
+    if (folder !== undefined) for (const { path } of filesOf.get(file) ?? []) listed.add(`${folder}/${path}`);
   }
   return listed;
 }
