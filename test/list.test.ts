@@ -69,7 +69,7 @@ describe("skills list", () => {
     expect(run.code).toBe(0);
     const json = JSON.parse((await runCli(["list", "--format", "json"], { cwd: dir })).stdout);
     const [small, roomy] = json.agents;
-    expect(small.budget).toEqual({ limit: 600, dropped: ["beta"] });
+    expect(small.budget).toEqual({ limit: 600, unit: "characters", dropped: ["beta"] });
     expect(small.skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha"]);
     expect(small.catalogueCharacters).toBeLessThanOrEqual(600);
     expect(roomy.budget).toEqual({ limit: 2000, dropped: [] });

@@ -54,9 +54,10 @@ export function bundleOf(compilation: Compilation): Bundle {
       prompt: `prompts/${agent.id}.txt`,
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
+      ...(agent.tokens ? { tokens: agent.tokens } : {}),
       skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, ...placedElsewhere(skill, skills.get(skill.file)!) })),
       ...(agent.description === undefined ? {} : { description: agent.description }),
-      ...(agent.budget ? { budget: agent.budget.limit } : {}),
+      ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
       ...(agent.tool ? { tool: agent.tool } : {}),
       ...(writesContext ? { contextFile: `agents/${agent.id}/${contextFile}` } : {}),

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/diagnostics.js";
 import { optionalFields } from "../compile/model.js";
+import { TOKEN_ENCODINGS } from "../compile/tokens.js";
 
 /**
  * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:
@@ -35,8 +36,15 @@ const manifestAgent = z.strictObject({
       }),
     )
     .describe("The skills the agent sees, in prompt order."),
+  tokens: z
+    .strictObject({ encoding: z.enum(TOKEN_ENCODINGS), prompt: z.number().int().nonnegative(), catalogue: z.number().int().nonnegative() })
+    .optional()
+    .describe("With `tokens` in the config (or a budget in tokens): the prompt's and the catalogue's tokens in this encoding."),
   description: z.string().optional().describe("The agent's `description` from the config."),
-  budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take."),
+  budget: z
+    .union([z.number().int().positive(), z.strictObject({ tokens: z.number().int().positive() })])
+    .optional()
+    .describe("The agent's budget: characters its catalogue may take, or { tokens } (counted in `tokens.encoding`)."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
   tool: z
     .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })

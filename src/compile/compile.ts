@@ -12,6 +12,7 @@ import { parseSkillFile } from "./parse.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
+import { DEFAULT_TOKEN_ENCODING, loadTokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
 import type { ToolStyle } from "../runtime/helpers.js";
 
@@ -48,10 +49,12 @@ export interface CompiledAgent {
   /** The agent's `context` files (relative to the config folder, in path order) and their joined text. */
   context: { files: { file: string; hash: string }[]; text: string };
   prompt: string;
-  /** Characters of the catalogue of available skills: what `budget` limits. */
+  /** Characters of the catalogue of available skills: what a `budget` in characters limits. */
   catalogueCharacters: number;
+  /** With `tokens` in the config or a budget in tokens: the prompt's and the catalogue's tokens in that encoding. */
+  tokens?: { encoding: TokenEncoding; prompt: number; catalogue: number };
   /** The agent's budget and the skills it dropped, in prompt order. */
-  budget?: { limit: number; dropped: { name: string; file: string }[] };
+  budget?: { limit: number; unit: "characters" | "tokens"; dropped: { name: string; file: string }[] };
   /** The agent's `tool` setting, its name defaulting to the style's. */
   tool?: { style: ToolStyle; name: string };
 }
@@ -145,6 +148,10 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
   const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
   const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
+  // Loaded only when asked for: an encoding takes about half a second to load.
+  const countsTokens = config.tokens !== undefined || selections.some(({ agent }) => typeof agent.budget === "object");
+  const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
+  const countTokens = countsTokens ? await loadTokenCounter(encoding) : undefined;
 
   const agents: CompiledAgent[] = selections.map(({ id, agent, selected }, index) => {
     const stagedDirs = layout === "per-agent" ? stagingFolders(selected, `agents/${id}/skills`) : sharedDirs;
@@ -170,22 +177,25 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const context = contexts[index]!;
     const format = agent.format ?? config.format;
     const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => ({ ...skill, hidden: isHidden(skill) }));
-    const render: { catalogue(skills: readonly AgentSkill[]): number; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
+    const render: { catalogue(skills: readonly AgentSkill[]): string; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
       typeof format === "string"
-        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)).length, prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
+        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)), prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
         : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
     let skills = all;
     let budget: CompiledAgent["budget"];
     if (agent.budget !== undefined) {
-      const { kept, dropped, before, after } = applyBudget(all, agent.budget, render.catalogue);
+      const [limit, unit] = typeof agent.budget === "number" ? [agent.budget, "characters" as const] : [agent.budget.tokens, "tokens" as const];
+      const size = unit === "tokens" ? (skills: readonly AgentSkill[]) => countTokens!(render.catalogue(skills)) : (skills: readonly AgentSkill[]) => render.catalogue(skills).length;
+      const { kept, dropped, before, after } = applyBudget(all, limit, size);
       skills = kept;
-      budget = { limit: agent.budget, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
+      budget = { limit, unit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
       if (dropped.length > 0) {
+        const units = unit === "tokens" ? `${encoding} tokens` : "characters";
         findings.push({
           code: "budget-exceeded",
           file: configFile,
           message:
-            `agent "${id}": the catalogue takes ${before} characters, over its budget of ${agent.budget}; ` +
+            `agent "${id}": the catalogue takes ${before} ${units}, over its budget of ${limit}; ` +
             `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order, leaving ${after}: ` +
             dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
           hint: "Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
@@ -201,6 +211,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       context,
       prompt,
       catalogueCharacters,
+      ...(countTokens ? { tokens: { encoding, prompt: countTokens(prompt), catalogue: countTokens(render.catalogue(skills)) } } : {}),
       ...(budget ? { budget } : {}),
       ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
     };
@@ -246,8 +257,8 @@ function formatSkill(skill: AgentSkill): FormatContext["skills"][number] {
 /** A format function writes whole prompts: its catalogue is what it writes for the available skills alone. */
 function functionFormat(format: FormatFunction, agent: Pick<FormatContext, "agent" | "description">, setting: string, configFile: string) {
   const call = (skills: readonly AgentSkill[], context: string) => callFormat(format, { ...agent, context, skills: skills.map(formatSkill) }, setting, configFile);
-  const catalogue = (skills: readonly AgentSkill[]) => call(skills.filter((skill) => skill.mode === "available"), "").length;
-  return { catalogue, prompt: (skills: readonly AgentSkill[], context: string) => ({ prompt: call(skills, context), catalogueCharacters: catalogue(skills) }) };
+  const catalogue = (skills: readonly AgentSkill[]) => call(skills.filter((skill) => skill.mode === "available"), "");
+  return { catalogue, prompt: (skills: readonly AgentSkill[], context: string) => ({ prompt: call(skills, context), catalogueCharacters: catalogue(skills).length }) };
 }
 
 /** Runs a config's format function on a copy of the agent, so it cannot change what the bundle records. */

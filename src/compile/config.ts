@@ -8,6 +8,7 @@ import { inspect } from "node:util";
 import { z } from "zod";
 import { RULE_CODES } from "./diagnostics.js";
 import { didYouMean } from "./suggest.js";
+import { DEFAULT_TOKEN_ENCODING, TOKEN_ENCODINGS } from "./tokens.js";
 import type { FormatFunction } from "./render.js";
 
 export const CONFIG_FILE_NAMES = ["skills.config.ts", "skills.config.mts", "skills.config.js", "skills.config.mjs", "skills.config.json"] as const;
@@ -37,8 +38,12 @@ export const TOOL_STYLES = ["use_skill", "read_skill", "Skill"] as const;
 const agentSchema = z.strictObject({
   skills: z.array(sourceSchema).min(1, "an agent needs at least one source"),
   format: formatSchema.optional(),
-  /** Characters the catalogue of available skills may take; later skills are dropped past it. */
-  budget: z.number().int().positive("a budget is a positive number of characters").optional(),
+  /** What the catalogue of available skills may take, in characters or `{ tokens }`; later skills are dropped past it. */
+  budget: z
+    .union([z.number().int().positive("a budget is a positive number of characters"), z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") })], {
+      error: "expected a positive number of characters or { tokens: N }",
+    })
+    .optional(),
   /** One name from several sources: keep every copy and warn (the default), or only the first or last source's. */
   duplicates: z.enum(["keep-all", "first", "last"]).optional(),
   /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
@@ -67,6 +72,8 @@ export const configSchema = z.strictObject({
     .default("absolute"),
   format: formatSchema.default("pi"),
   yaml: z.enum(["strict", "recover"]).default("strict"),
+  /** Count each agent's prompt and catalogue in tokens of this encoding (manifest, `skills list`, `skills diff`). */
+  tokens: z.strictObject({ encoding: z.enum(TOKEN_ENCODINGS).default(DEFAULT_TOKEN_ENCODING) }).optional(),
   /**
    * true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. An object
    * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, seed design 002) and how (`link`: hard links).
