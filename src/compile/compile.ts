@@ -8,7 +8,8 @@ import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
-import { parseSkillFile } from "./parse.js";
+import { locateInFrontmatter, parseSkillFile } from "./parse.js";
+import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
@@ -105,6 +106,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
   }
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
+  const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
   const checkFile = ({ file, folder }: { file: string; folder: string }) => {
     const displayFile = display(file);
@@ -117,10 +119,18 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const size = Number(stats.size);
     const hash = createHash("sha256").update(bytes).digest("hex");
     skillFileHashes.set(file, { size, sha256: hash });
-    const validate = () => validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback });
+    const validate = () =>
+      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback, customFields });
     // A file over the size limit is read only in part, so its hash cannot tell that it changed.
-    const { content, findings: skillFindings } = options.cache && size === bytes.byteLength ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
-    findings.push(...skillFindings);
+    const validated = options.cache && size === bytes.byteLength ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
+    findings.push(...validated.findings);
+    // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.
+    let { content } = validated;
+    if (content && config.frontmatter) {
+      const checked = checkCustomFields(displayFile, config.frontmatter, content, (path) => locateInFrontmatter(bytes, path));
+      content = checked.content;
+      findings.push(...checked.findings);
+    }
     if (content) validByFile.set(file, { ...content, file, displayFile, hash });
   };
   let done = 0;
