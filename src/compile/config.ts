@@ -35,6 +35,7 @@ const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
 
 /** The skill tool's styles: see `ToolStyle` in src/runtime/helpers.ts. */
 export const TOOL_STYLES = ["use_skill", "read_skill", "Skill"] as const;
+
 /** A zod schema exists only in TS/JS configs; `configJsonSchema` says so. */
 const frontmatterSetting = z
   .custom<FrontmatterSchema>(isObjectSchema, { message: 'expected a zod object schema: frontmatter: z.object({ … }), with `import { defineConfig, z } from "skillbake"`' })
