@@ -13,7 +13,7 @@ import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
-import { DEFAULT_TOKEN_ENCODING, loadTokenCounter, type TokenEncoding } from "./tokens.js";
+import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
 import type { ToolStyle } from "../runtime/helpers.js";
 
@@ -85,6 +85,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const display = (path: string) => relativeTo(configDir, path);
   const findings: Finding[] = [];
   const outDir = options.outDir ?? resolve(configDir, config.outDir);
+
+  // Only when asked for; started first, so that the encoding loads (in its worker) while the skills are read.
+  const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object");
+  const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
+  const counter = countsTokens ? tokenCounter(encoding) : undefined;
 
   const roots = new Map<string, RootListing>();
   for (const agent of Object.values(config.agents)) {
@@ -158,12 +163,8 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
   const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
   const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
-  // Loaded only when asked for: an encoding takes about half a second to load.
-  const countsTokens = config.tokens !== undefined || selections.some(({ agent }) => typeof agent.budget === "object");
-  const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
-  const countTokens = countsTokens ? await loadTokenCounter(encoding) : undefined;
 
-  const agents: CompiledAgent[] = selections.map(({ id, agent, selected }, index) => {
+  const agents: CompiledAgent[] = await Promise.all(selections.map(async ({ id, agent, selected }, index): Promise<CompiledAgent> => {
     const stagedDirs = layout === "per-agent" ? stagingFolders(selected, `agents/${id}/skills`) : sharedDirs;
     const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
       const staged = stagedDirs?.get(skill.file);
@@ -195,8 +196,8 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     let budget: CompiledAgent["budget"];
     if (agent.budget !== undefined) {
       const [limit, unit] = typeof agent.budget === "number" ? [agent.budget, "characters" as const] : [agent.budget.tokens, "tokens" as const];
-      const size = unit === "tokens" ? (skills: readonly AgentSkill[]) => countTokens!(render.catalogue(skills)) : (skills: readonly AgentSkill[]) => render.catalogue(skills).length;
-      const { kept, dropped, before, after } = applyBudget(all, limit, size);
+      const size = async (skills: readonly AgentSkill[]) => (unit === "tokens" ? (await counter!.count([render.catalogue(skills)]))[0]! : render.catalogue(skills).length);
+      const { kept, dropped, before, after } = await applyBudget(all, limit, size);
       skills = kept;
       budget = { limit, unit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
       if (dropped.length > 0) {
@@ -213,6 +214,13 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       }
     }
     const { prompt, catalogueCharacters } = render.prompt(skills, context.text);
+    let tokens: CompiledAgent["tokens"];
+    if (counter) {
+      const catalogue = render.catalogue(skills);
+      // Most prompts are their catalogue alone: counted once.
+      const [promptTokens, catalogueTokens = promptTokens] = await counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]);
+      tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! };
+    }
     return {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
@@ -221,11 +229,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       context,
       prompt,
       catalogueCharacters,
-      ...(countTokens ? { tokens: { encoding, prompt: countTokens(prompt), catalogue: countTokens(render.catalogue(skills)) } } : {}),
+      ...(tokens ? { tokens } : {}),
       ...(budget ? { budget } : {}),
       ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
     };
-  });
+  }));
 
   hashSkillFiles(agents, display, findings, skillFileHashes);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
@@ -240,23 +248,23 @@ function isHidden(skill: AgentSkill): boolean {
  * Drops catalogue entries (available, model-visible skills) from the end of the prompt order until the catalogue
  * fits: earlier sources and names win. A catalogue grows with every entry, so the cut is found by bisection.
  */
-function applyBudget(skills: readonly AgentSkill[], limit: number, catalogueOf: (skills: readonly AgentSkill[]) => number) {
+async function applyBudget(skills: readonly AgentSkill[], limit: number, catalogueOf: (skills: readonly AgentSkill[]) => Promise<number>) {
   const entries = skills.filter((skill) => skill.mode === "available" && !isHidden(skill));
   const keeping = (count: number) => {
     const dropped = new Set(entries.slice(count));
     return skills.filter((skill) => !dropped.has(skill));
   };
-  const before = catalogueOf(skills);
+  const before = await catalogueOf(skills);
   if (before <= limit) return { kept: [...skills], dropped: [], before, after: before };
   let low = 0; // the most entries known to fit (none, at worst)
   let high = entries.length - 1; // the most that might
   while (low < high) {
     const middle = Math.ceil((low + high) / 2);
-    if (catalogueOf(keeping(middle)) <= limit) low = middle;
+    if ((await catalogueOf(keeping(middle))) <= limit) low = middle;
     else high = middle - 1;
   }
   const kept = keeping(low);
-  return { kept, dropped: entries.slice(low), before, after: catalogueOf(kept) };
+  return { kept, dropped: entries.slice(low), before, after: await catalogueOf(kept) };
 }
 
 function formatSkill(skill: AgentSkill): FormatContext["skills"][number] {
