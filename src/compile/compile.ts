@@ -90,6 +90,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object");
   const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
   const counter = countsTokens ? tokenCounter(encoding) : undefined;
+  const counting: Promise<void>[] = [];
 
   const roots = new Map<string, RootListing>();
   for (const agent of Object.values(config.agents)) {
@@ -214,14 +215,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       }
     }
     const { prompt, catalogueCharacters } = render.prompt(skills, context.text);
-    let tokens: CompiledAgent["tokens"];
-    if (counter) {
-      const catalogue = render.catalogue(skills);
-      // Most prompts are their catalogue alone: counted once.
-      const [promptTokens, catalogueTokens = promptTokens] = await counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]);
-      tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! };
-    }
-    return {
+    const compiled: CompiledAgent = {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       format: typeof format === "string" ? format : "function",
@@ -229,13 +223,20 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       context,
       prompt,
       catalogueCharacters,
-      ...(tokens ? { tokens } : {}),
       ...(budget ? { budget } : {}),
       ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
     };
+    if (counter) {
+      const catalogue = render.catalogue(skills);
+      // Most prompts are their catalogue alone: counted once. Awaited below, after the files are hashed.
+      const counts = counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]);
+      counting.push(counts.then(([promptTokens, catalogueTokens = promptTokens]) => void (compiled.tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! })));
+    }
+    return compiled;
   }));
 
   hashSkillFiles(agents, display, findings, skillFileHashes);
+  await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs };
 }
