@@ -229,8 +229,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     if (counter) {
       const catalogue = render.catalogue(skills);
       // Most prompts are their catalogue alone: counted once. Awaited below, after the files are hashed.
-      const counts = counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]);
-      counting.push(counts.then(([promptTokens, catalogueTokens = promptTokens]) => void (compiled.tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! })));
+      const counted = counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]).then(([promptTokens, catalogueTokens = promptTokens]) => {
+        compiled.tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! };
+      });
+      counted.catch(() => {}); // a failure is thrown where it is awaited, not reported as unhandled while other agents render
+      counting.push(counted);
     }
     return compiled;
   }));
