@@ -26,15 +26,16 @@ const common = {
   define: { __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()), __SKILLBAKE_BUILD__: JSON.stringify(sourceDigest()) },
 };
 await Promise.all([
-  // The CLI carries its dependencies (all but esbuild, a native binary loaded only for TypeScript configs):
-  // resolving and loading their hundreds of module files took ~0.15 s of every `skills` run, half its start-up.
+  // The CLI carries its dependencies (all but esbuild, a native binary loaded only for TypeScript configs, and
+  // gpt-tokenizer, megabytes of token ranks loaded only when a config asks for token counts): resolving and
+  // loading their hundreds of module files took ~0.15 s of every `skills` run, half its start-up.
   // Their CommonJS parts get a `require` from createRequire. The API leaves them to the installing project.
   build({
     ...common,
     entryPoints: ["src/cli/bin.ts"],
     outfile: "dist/cli.js",
     packages: undefined,
-    external: ["esbuild"],
+    external: ["esbuild", "gpt-tokenizer"],
     banner: { js: 'import { createRequire as __skillbakeCreateRequire } from "node:module";\nconst require = __skillbakeCreateRequire(import.meta.url);' },
   }),
   build({ ...common, entryPoints: ["src/index.ts"], outfile: "dist/index.js" }),

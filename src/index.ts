@@ -1,5 +1,7 @@
 export { build, check, type BuildOptions, type BuildResult, type CheckOptions, type CheckResult, type StaleFile } from "./api.js";
 export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsConfig } from "./compile/config.js";
+/** The zod the compiler validates with, for the config's `frontmatter` schema: no matching zod to install. */
+export { z } from "zod";
 export type { AgentSkill, CompiledAgent, Compilation } from "./compile/compile.js";
 export type { Diagnostic, RuleCode, Severity } from "./compile/diagnostics.js";
 export { OutputError } from "./bundle/emit.js";

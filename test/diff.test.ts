@@ -256,7 +256,7 @@ describe("skills diff", () => {
     const markdown = await runCli(["diff", "before", "after", "--format", "markdown"], { cwd: dir });
     expect(markdown.stdout).toMatch(new RegExp(`^\\| \`coding\` \\| 1 added \\| .* \\| ${budget.replace(/[()]/g, "\\$&")} \\|$`, "m"));
     const json = JSON.parse((await runCli(["diff", "before", "after", "--format", "json"], { cwd: dir })).stdout);
-    expect(json.agents[0].budget).toEqual({ before: { limit: 700, catalogue: before }, after: { limit: 900, catalogue: after } });
+    expect(json.agents[0].budget).toEqual({ before: { limit: 700, catalogue: before, unit: "characters" }, after: { limit: 900, catalogue: after, unit: "characters" } });
   });
 
   it("shows control and bidi characters escaped, and no name, description or agent id breaks out of the Markdown", async () => {

@@ -69,10 +69,10 @@ describe("skills list", () => {
     expect(run.code).toBe(0);
     const json = JSON.parse((await runCli(["list", "--format", "json"], { cwd: dir })).stdout);
     const [small, roomy] = json.agents;
-    expect(small.budget).toEqual({ limit: 600, dropped: ["beta"] });
+    expect(small.budget).toEqual({ limit: 600, unit: "characters", dropped: ["beta"] });
     expect(small.skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha"]);
     expect(small.catalogueCharacters).toBeLessThanOrEqual(600);
-    expect(roomy.budget).toEqual({ limit: 2000, dropped: [] });
+    expect(roomy.budget).toEqual({ limit: 2000, unit: "characters", dropped: [] });
     const percent = (agent: { catalogueCharacters: number; budget: { limit: number } }) => Math.round((agent.catalogueCharacters * 100) / agent.budget.limit);
     expect(run.stdout).toContain(`small: 1 skill, catalogue ${small.catalogueCharacters} characters (${percent(small)}% of its 600 budget)`);
     expect(run.stdout).toContain("  left out by the budget: beta\n");

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Compilation } from "../compile/compile.js";
 import { resolveRoot } from "../compile/config.js";
+import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { moduleFiles, placedElsewhere } from "./module.js";
@@ -24,7 +25,9 @@ export interface Bundle {
  */
 export function bundleFingerprint(compilation: Compilation): string {
   const { file, dir, config, inputs } = compilation.config;
-  const hash = createHash("sha256").update(JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, diagnostics: compilation.diagnostics }));
+  const hash = createHash("sha256").update(
+    JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, diagnostics: compilation.diagnostics }, schemaAsJson),
+  );
   for (const { skills, ...agent } of compilation.agents) {
     hash.update(JSON.stringify(agent));
     for (const { body: _body, ...skill } of skills) hash.update(JSON.stringify(skill));
@@ -54,9 +57,10 @@ export function bundleOf(compilation: Compilation): Bundle {
       prompt: `prompts/${agent.id}.txt`,
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
+      ...(agent.tokens ? { tokens: agent.tokens } : {}),
       skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, ...placedElsewhere(skill, skills.get(skill.file)!) })),
       ...(agent.description === undefined ? {} : { description: agent.description }),
-      ...(agent.budget ? { budget: agent.budget.limit } : {}),
+      ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
       ...(agent.tool ? { tool: agent.tool } : {}),
       ...(writesContext ? { contextFile: `agents/${agent.id}/${contextFile}` } : {}),
@@ -133,7 +137,7 @@ export function stagedCopies(compilation: Compilation): StagedCopy[] {
 function inputsHash(compilation: Compilation): string {
   const skills = new Map<string, Compilation["agents"][number]["skills"][number]>();
   for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, skill);
-  const config = JSON.parse(JSON.stringify(compilation.config.config, (_key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : value)));
+  const config = JSON.parse(JSON.stringify(compilation.config.config, (key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : schemaAsJson(key, value))));
   const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
   const hash = createHash("sha256").update(stableJson({ config, context }));
   for (const file of [...skills.keys()].sort(compareStrings)) {
@@ -141,6 +145,11 @@ function inputsHash(compilation: Compilation): string {
     hash.update(`\n${JSON.stringify([file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`);
   }
   return hash.digest("hex");
+}
+
+/** The config's `frontmatter` schema by its JSON Schema: what the bundle's types are written from. */
+function schemaAsJson(_key: string, value: unknown): unknown {
+  return isObjectSchema(value) ? customFieldsJsonSchema(value, "output") : value;
 }
 
 /** What a bundle file's bytes go to: a file being written, or one on disk being compared. */

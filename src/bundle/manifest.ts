@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/diagnostics.js";
+import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { optionalFields } from "../compile/model.js";
+import { TOKEN_ENCODINGS } from "../compile/tokens.js";
 
 /**
  * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:
@@ -35,8 +37,15 @@ const manifestAgent = z.strictObject({
       }),
     )
     .describe("The skills the agent sees, in prompt order."),
+  tokens: z
+    .strictObject({ encoding: z.enum(TOKEN_ENCODINGS), prompt: z.number().int().nonnegative(), catalogue: z.number().int().nonnegative() })
+    .optional()
+    .describe("With `tokens` in the config (or a budget in tokens): the prompt's and the catalogue's tokens in this encoding."),
   description: z.string().optional().describe("The agent's `description` from the config."),
-  budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take."),
+  budget: z
+    .union([z.number().int().positive(), z.strictObject({ tokens: z.number().int().positive() })])
+    .optional()
+    .describe("The agent's budget: characters its catalogue may take, or { tokens } (counted in `tokens.encoding`)."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
   tool: z
     .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })
@@ -52,7 +61,10 @@ const manifestSkill = z.strictObject({
   location: z.string().describe("Where the prompt says the file is."),
   baseDir: z.string().describe("The folder of `location`."),
   hash: sha256.describe("sha256 of the SKILL.md bytes."),
-  fields: z.strictObject(optionalFields).partial().describe("The known frontmatter fields, validated and normalised."),
+  fields: z
+    .looseObject(optionalFields)
+    .partial()
+    .describe("The known frontmatter fields, validated and normalised, then the fields the config's `frontmatter` schema declares, as it outputs them."),
   extra: z.record(z.string(), z.unknown()).describe("Every other frontmatter field, untouched."),
   body: z.string().describe("The Markdown after the frontmatter, trimmed."),
   files: z
@@ -100,7 +112,23 @@ export const manifestSchema = z
 
 export type Manifest = z.output<typeof manifestSchema>;
 
-/** JSON Schema of `manifest.json`, as the manifest is written (normalised field values). */
-export function manifestJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(manifestSchema, { io: "output" }) as Record<string, unknown>;
+/**
+ * JSON Schema of `manifest.json`, as the manifest is written (normalised field values); with the config's
+ * `frontmatter` schema, the skills' `fields` name its fields and types too.
+ */
+export function manifestJsonSchema(frontmatter?: FrontmatterSchema): Record<string, unknown> {
+  const schema = z.toJSONSchema(manifestSchema, { io: "output" }) as unknown as ManifestJsonSchema;
+  if (frontmatter) {
+    const custom = customFieldsJsonSchema(frontmatter, "output");
+    const fields = schema.properties.skills.items.properties.fields;
+    Object.assign(fields.properties, custom.properties);
+    fields.required = [...(fields.required ?? []), ...custom.required];
+    fields.additionalProperties = false;
+  }
+  return schema;
+}
+
+/** The part of the manifest's JSON Schema that custom fields go into. */
+interface ManifestJsonSchema extends Record<string, unknown> {
+  properties: { skills: { items: { properties: { fields: { properties: Record<string, unknown>; required?: string[]; additionalProperties?: unknown } } } } };
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { LoadedConfig } from "./config.js";
+import { declaredFields } from "./custom-fields.js";
 import { RULES, type Finding } from "./diagnostics.js";
 import { skillBody } from "./parse.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
@@ -43,8 +44,9 @@ interface CacheContents {
  * SKILL.md's parse and validation outcome, keyed by the sha256 of its bytes, so a rebuild re-parses only what
  * changed; and the fingerprint of the last bundle written, so a rebuild whose compilation is unchanged writes
  * nothing. The whole file is keyed by the tool's version and the settings that change what a SKILL.md yields
- * (`yaml`, `descriptionFallback`); a file that is unreadable, corrupt (its checksum disagrees), or written by
- * another version or for other settings is ignored and replaced. Never mtime alone: skills are matched by
+ * (`yaml`, `descriptionFallback`, the names of the `frontmatter` schema's fields: their values are checked after
+ * the cache); a file that is unreadable, corrupt (its checksum disagrees), or written by another version or for
+ * other settings is ignored and replaced. Never mtime alone: skills are matched by
  * content hash; the bundle by the compilation's digest and, for its files, inode + size + mtime + ctime.
  */
 export class BuildCache {
@@ -61,7 +63,8 @@ export class BuildCache {
 
   static open(loaded: LoadedConfig): BuildCache {
     const { config } = loaded;
-    const key = sha256(JSON.stringify({ tool: TOOL_VERSION, yaml: config.yaml, descriptionFallback: config.descriptionFallback ?? null }));
+    const customFields = config.frontmatter ? declaredFields(config.frontmatter) : [];
+    const key = sha256(JSON.stringify({ tool: TOOL_VERSION, yaml: config.yaml, descriptionFallback: config.descriptionFallback ?? null, customFields }));
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
     const previous = readContents(file, key);
     const cache = new BuildCache(file, key, previous ?? { skills: {} });

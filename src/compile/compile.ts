@@ -8,10 +8,12 @@ import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
-import { parseSkillFile } from "./parse.js";
+import { locateInFrontmatter, parseSkillFile } from "./parse.js";
+import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
+import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
 import type { ToolStyle } from "../runtime/helpers.js";
 
@@ -48,10 +50,12 @@ export interface CompiledAgent {
   /** The agent's `context` files (relative to the config folder, in path order) and their joined text. */
   context: { files: { file: string; hash: string }[]; text: string };
   prompt: string;
-  /** Characters of the catalogue of available skills: what `budget` limits. */
+  /** Characters of the catalogue of available skills: what a `budget` in characters limits. */
   catalogueCharacters: number;
+  /** With `tokens` in the config or a budget in tokens: the prompt's and the catalogue's tokens in that encoding. */
+  tokens?: { encoding: TokenEncoding; prompt: number; catalogue: number };
   /** The agent's budget and the skills it dropped, in prompt order. */
-  budget?: { limit: number; dropped: { name: string; file: string }[] };
+  budget?: { limit: number; unit: "characters" | "tokens"; dropped: { name: string; file: string }[] };
   /** The agent's `tool` setting, its name defaulting to the style's. */
   tool?: { style: ToolStyle; name: string };
 }
@@ -82,6 +86,12 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const findings: Finding[] = [];
   const outDir = options.outDir ?? resolve(configDir, config.outDir);
 
+  // Only when asked for; started first, so that the encoding loads (in its worker) while the skills are read.
+  const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object");
+  const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
+  const counter = countsTokens ? tokenCounter(encoding) : undefined;
+  const counting: Promise<void>[] = [];
+
   const roots = new Map<string, RootListing>();
   for (const agent of Object.values(config.agents)) {
     for (const source of agent.skills) {
@@ -102,6 +112,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
   }
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
+  const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
   const checkFile = ({ file, folder }: { file: string; folder: string }) => {
     const displayFile = display(file);
@@ -114,10 +125,18 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const size = Number(stats.size);
     const hash = createHash("sha256").update(bytes).digest("hex");
     skillFileHashes.set(file, { size, sha256: hash });
-    const validate = () => validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback });
+    const validate = () =>
+      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback, customFields });
     // A file over the size limit is read only in part, so its hash cannot tell that it changed.
-    const { content, findings: skillFindings } = options.cache && size === bytes.byteLength ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
-    findings.push(...skillFindings);
+    const validated = options.cache && size === bytes.byteLength ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
+    findings.push(...validated.findings);
+    // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.
+    let { content } = validated;
+    if (content && config.frontmatter) {
+      const checked = checkCustomFields(displayFile, config.frontmatter, content, (path) => locateInFrontmatter(bytes, path));
+      content = checked.content;
+      findings.push(...checked.findings);
+    }
     if (content) validByFile.set(file, { ...content, file, displayFile, hash });
   };
   let done = 0;
@@ -146,7 +165,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
   const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
 
-  const agents: CompiledAgent[] = selections.map(({ id, agent, selected }, index) => {
+  const agents: CompiledAgent[] = await Promise.all(selections.map(async ({ id, agent, selected }, index): Promise<CompiledAgent> => {
     const stagedDirs = layout === "per-agent" ? stagingFolders(selected, `agents/${id}/skills`) : sharedDirs;
     const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
       const staged = stagedDirs?.get(skill.file);
@@ -170,22 +189,25 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const context = contexts[index]!;
     const format = agent.format ?? config.format;
     const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => ({ ...skill, hidden: isHidden(skill) }));
-    const render: { catalogue(skills: readonly AgentSkill[]): number; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
+    const render: { catalogue(skills: readonly AgentSkill[]): string; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
       typeof format === "string"
-        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)).length, prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
+        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)), prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
         : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
     let skills = all;
     let budget: CompiledAgent["budget"];
     if (agent.budget !== undefined) {
-      const { kept, dropped, before, after } = applyBudget(all, agent.budget, render.catalogue);
+      const [limit, unit] = typeof agent.budget === "number" ? [agent.budget, "characters" as const] : [agent.budget.tokens, "tokens" as const];
+      const size = async (skills: readonly AgentSkill[]) => (unit === "tokens" ? (await counter!.count([render.catalogue(skills)]))[0]! : render.catalogue(skills).length);
+      const { kept, dropped, before, after } = await applyBudget(all, limit, size);
       skills = kept;
-      budget = { limit: agent.budget, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
+      budget = { limit, unit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
       if (dropped.length > 0) {
+        const units = unit === "tokens" ? `${encoding} tokens` : "characters";
         findings.push({
           code: "budget-exceeded",
           file: configFile,
           message:
-            `agent "${id}": the catalogue takes ${before} characters, over its budget of ${agent.budget}; ` +
+            `agent "${id}": the catalogue takes ${before} ${units}, over its budget of ${limit}; ` +
             `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order, leaving ${after}: ` +
             dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
           hint: "Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
@@ -193,7 +215,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       }
     }
     const { prompt, catalogueCharacters } = render.prompt(skills, context.text);
-    return {
+    const compiled: CompiledAgent = {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       format: typeof format === "string" ? format : "function",
@@ -204,9 +226,20 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       ...(budget ? { budget } : {}),
       ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
     };
-  });
+    if (counter) {
+      const catalogue = render.catalogue(skills);
+      // Most prompts are their catalogue alone: counted once. Awaited below, after the files are hashed.
+      const counted = counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]).then(([promptTokens, catalogueTokens = promptTokens]) => {
+        compiled.tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! };
+      });
+      counted.catch(() => {}); // a failure is thrown where it is awaited, not reported as unhandled while other agents render
+      counting.push(counted);
+    }
+    return compiled;
+  }));
 
   hashSkillFiles(agents, display, findings, skillFileHashes);
+  await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs };
 }
@@ -219,23 +252,23 @@ function isHidden(skill: AgentSkill): boolean {
  * Drops catalogue entries (available, model-visible skills) from the end of the prompt order until the catalogue
  * fits: earlier sources and names win. A catalogue grows with every entry, so the cut is found by bisection.
  */
-function applyBudget(skills: readonly AgentSkill[], limit: number, catalogueOf: (skills: readonly AgentSkill[]) => number) {
+async function applyBudget(skills: readonly AgentSkill[], limit: number, catalogueOf: (skills: readonly AgentSkill[]) => Promise<number>) {
   const entries = skills.filter((skill) => skill.mode === "available" && !isHidden(skill));
   const keeping = (count: number) => {
     const dropped = new Set(entries.slice(count));
     return skills.filter((skill) => !dropped.has(skill));
   };
-  const before = catalogueOf(skills);
+  const before = await catalogueOf(skills);
   if (before <= limit) return { kept: [...skills], dropped: [], before, after: before };
   let low = 0; // the most entries known to fit (none, at worst)
   let high = entries.length - 1; // the most that might
   while (low < high) {
     const middle = Math.ceil((low + high) / 2);
-    if (catalogueOf(keeping(middle)) <= limit) low = middle;
+    if ((await catalogueOf(keeping(middle))) <= limit) low = middle;
     else high = middle - 1;
   }
   const kept = keeping(low);
-  return { kept, dropped: entries.slice(low), before, after: catalogueOf(kept) };
+  return { kept, dropped: entries.slice(low), before, after: await catalogueOf(kept) };
 }
 
 function formatSkill(skill: AgentSkill): FormatContext["skills"][number] {
@@ -246,8 +279,8 @@ function formatSkill(skill: AgentSkill): FormatContext["skills"][number] {
 /** A format function writes whole prompts: its catalogue is what it writes for the available skills alone. */
 function functionFormat(format: FormatFunction, agent: Pick<FormatContext, "agent" | "description">, setting: string, configFile: string) {
   const call = (skills: readonly AgentSkill[], context: string) => callFormat(format, { ...agent, context, skills: skills.map(formatSkill) }, setting, configFile);
-  const catalogue = (skills: readonly AgentSkill[]) => call(skills.filter((skill) => skill.mode === "available"), "").length;
-  return { catalogue, prompt: (skills: readonly AgentSkill[], context: string) => ({ prompt: call(skills, context), catalogueCharacters: catalogue(skills) }) };
+  const catalogue = (skills: readonly AgentSkill[]) => call(skills.filter((skill) => skill.mode === "available"), "");
+  return { catalogue, prompt: (skills: readonly AgentSkill[], context: string) => ({ prompt: call(skills, context), catalogueCharacters: catalogue(skills).length }) };
 }
 
 /** Runs a config's format function on a copy of the agent, so it cannot change what the bundle records. */

@@ -6,9 +6,11 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { inspect } from "node:util";
 import { z } from "zod";
+import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
 import { RULE_CODES } from "./diagnostics.js";
 import { didYouMean } from "./suggest.js";
 import { systemErrorReason } from "./fs-error.js";
+import { DEFAULT_TOKEN_ENCODING, TOKEN_ENCODINGS } from "./tokens.js";
 import type { FormatFunction } from "./render.js";
 
 export const CONFIG_FILE_NAMES = ["skills.config.ts", "skills.config.mts", "skills.config.js", "skills.config.mjs", "skills.config.json"] as const;
@@ -35,11 +37,22 @@ const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
 /** The skill tool's styles: see `ToolStyle` in src/runtime/helpers.ts. */
 export const TOOL_STYLES = ["use_skill", "read_skill", "Skill"] as const;
 
+/** A zod schema exists only in TS/JS configs; `configJsonSchema` says so. */
+const frontmatterSetting = z
+  .custom<FrontmatterSchema>(isObjectSchema, { message: 'expected a zod object schema: frontmatter: z.object({ … }), with `import { defineConfig, z } from "skillbake"`' })
+  .superRefine((schema, context) => {
+    for (const key of redeclaredFields(schema)) context.addIssue({ code: "custom", path: [key], message: `\`${key}\` is a built-in frontmatter field, with its own type and rules; declare only your own fields` });
+  });
+
 const agentSchema = z.strictObject({
   skills: z.array(sourceSchema).min(1, "an agent needs at least one source"),
   format: formatSchema.optional(),
-  /** Characters the catalogue of available skills may take; later skills are dropped past it. */
-  budget: z.number().int().positive("a budget is a positive number of characters").optional(),
+  /** What the catalogue of available skills may take, in characters or `{ tokens }`; later skills are dropped past it. */
+  budget: z
+    .union([z.number().int().positive("a budget is a positive number of characters"), z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") })], {
+      error: "expected a positive number of characters or { tokens: N }",
+    })
+    .optional(),
   /** One name from several sources: keep every copy and warn (the default), or only the first or last source's. */
   duplicates: z.enum(["keep-all", "first", "last"]).optional(),
   /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
@@ -69,6 +82,10 @@ export const configSchema = z.strictObject({
     .default("absolute"),
   format: formatSchema.default("pi"),
   yaml: z.enum(["strict", "recover"]).default("strict"),
+  /** The team's own frontmatter fields: every SKILL.md is checked against it, and the fields are typed in the bundle. */
+  frontmatter: frontmatterSetting.optional(),
+  /** Count each agent's prompt and catalogue in tokens of this encoding (manifest, `skills list`, `skills diff`). */
+  tokens: z.strictObject({ encoding: z.enum(TOKEN_ENCODINGS).default(DEFAULT_TOKEN_ENCODING) }).optional(),
   /**
    * true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. An object
    * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, seed design 002) and how (`link`: hard links).
@@ -114,6 +131,10 @@ export function configJsonSchema(): Record<string, unknown> {
     io: "input",
     unrepresentable: "any",
     override: ({ zodSchema, jsonSchema }) => {
+      if (zodSchema === frontmatterSetting) {
+        Object.assign(jsonSchema, { not: {}, description: "A zod schema: possible in TS and JS configs only (skills.config.ts)." });
+        return;
+      }
       if (zodSchema !== formatSchema) return;
       delete jsonSchema.anyOf;
       Object.assign(jsonSchema, { type: "string", enum: FORMAT_NAMES, description: "pi | markdown; a TS or JS config may also give a function (ctx) => string" });
@@ -160,6 +181,9 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   if (!file) throw new ConfigError(cwd, `no config found (looked for ${CONFIG_FILE_NAMES.join(", ")}); run \`skills init\` to create one`);
   assertConfigFile(file);
   const { value, inputs, exportAt, code } = await importConfigFile(file);
+  if (file.endsWith(".json") && typeof value === "object" && value !== null && Object.hasOwn(value, "frontmatter")) {
+    throw new ConfigError(file, "frontmatter: a JSON config cannot hold a zod schema; move the config to skills.config.ts and write `frontmatter: z.object({ … })`");
+  }
   let parsed: ReturnType<typeof configSchema.safeParse>;
   try {
     // Validation reads the export: a getter or a proxy trap in it runs here, and may throw.
@@ -348,12 +372,23 @@ const packagesByPath = {
   },
 };
 
-/** `import { defineConfig } from "skillbake"` works even where skillbake is not installed beside the config. */
+/** Where the shim finds the compiler's zod: a module imported from a data: URL can import no file of ours. */
+const ZOD_KEY = Symbol.for("skillbake.zod");
+
+/**
+ * `import { defineConfig, z } from "skillbake"` works even where skillbake is not installed beside the config, and
+ * its `z` is the very zod the compiler validates with (the CLI carries its own copy), so a `frontmatter` schema
+ * needs no matching zod installed.
+ */
 const skillbakeShim = {
   name: "skillbake-shim",
   setup(build: import("esbuild").PluginBuild) {
+    (globalThis as Record<symbol, unknown>)[ZOD_KEY] = z;
     build.onResolve({ filter: /^skillbake$/ }, () => ({ path: "skillbake", namespace: "skillbake-shim" }));
-    build.onLoad({ filter: /.*/, namespace: "skillbake-shim" }, () => ({ contents: "export const defineConfig = (config) => config;", loader: "js" }));
+    build.onLoad({ filter: /.*/, namespace: "skillbake-shim" }, () => ({
+      contents: `export const defineConfig = (config) => config;\nexport const z = globalThis[Symbol.for("skillbake.zod")];`,
+      loader: "js",
+    }));
   },
 };
 

@@ -33,6 +33,7 @@ export const RULES = {
   "skill-folder-too-large": { severity: "error", skip: "keep", when: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
   "field-invalid": { severity: "warn", skip: "keep", when: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", when: "a field outside the model" },
+  "frontmatter-schema": { severity: "error", skip: "skip", when: "a custom field fails the config's `frontmatter` schema (wrong type, missing, or undeclared under a strict schema)" },
   "field-lookalike": { severity: "warn", skip: "keep", when: "a field named as a known one but for case or spaces (`Name:` beside `name:`)" },
   "budget-exceeded": { severity: "warn", skip: "dropped", when: "the catalogue passed the agent's `budget`" },
   "body-closes-tag": { severity: "warn", skip: "keep", when: "an inline body contains `</skill>` or a `<skill>` opening tag" },

@@ -485,3 +485,41 @@ function formatBytes(bytes: number): string {
   const mib = (bytes / (1024 * 1024)).toFixed(1);
   return mib === "1.0" && bytes > 1024 * 1024 ? `${bytes.toLocaleString("en-US")} bytes` : `${mib} MiB`;
 }
+
+/**
+ * Where the entry at `path` (keys and list indexes from the top of the frontmatter) stands in SKILL.md: its key
+ * and its value, or, for an entry that is absent, the value of the deepest entry on the way that is present
+ * (line 1 for the top). Parses the YAML again: it is for reporting the few entries that fail a check.
+ */
+export function locateInFrontmatter(bytes: Uint8Array, path: readonly PropertyKey[]): { valueAt: Position; keyAt?: Position; found: boolean } {
+  let valueAt: Position = { line: 1, column: 1 };
+  const text = decodeUtf8(bytes);
+  const frontmatter = typeof text === "string" ? splitFrontmatter(text) : "no-fence";
+  if (typeof frontmatter !== "object") return { valueAt, found: false };
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(frontmatter.yamlLines.join("\n"), { lineCounter, uniqueKeys: false, logLevel: "silent" });
+  const at = (node: unknown): Position | undefined => {
+    const offset = (node as { range?: [number] } | null | undefined)?.range?.[0];
+    if (offset === undefined) return undefined;
+    const { line, col } = lineCounter.linePos(offset);
+    return { line: line + 1, column: col };
+  };
+  let node: unknown = doc.contents;
+  let keyAt: Position | undefined;
+  for (const segment of path) {
+    let key: unknown;
+    let value: unknown;
+    if (isMap(node)) {
+      const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === String(segment));
+      [key, value] = [pair?.key, pair?.value];
+    } else if (isSeq(node) && typeof segment === "number") {
+      value = node.items[segment];
+    }
+    keyAt = at(key);
+    const position = at(value) ?? keyAt;
+    if (!position) return { valueAt, found: false };
+    valueAt = position;
+    node = value;
+  }
+  return { valueAt, ...(keyAt ? { keyAt } : {}), found: true };
+}

@@ -28,6 +28,8 @@ export interface SkillContent {
 export interface ValidateOptions {
   /** `first-paragraph`: a missing or blank description becomes the body's first paragraph (`description-fallback`). */
   descriptionFallback?: "first-paragraph";
+  /** Fields the config's `frontmatter` schema declares: not unknown (`checkCustomFields` checks their values). */
+  customFields?: readonly string[];
 }
 
 export interface ValidationResult {
@@ -134,6 +136,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     if (field.key === "name" || field.key === "description") continue;
     if (!(OPTIONAL_FIELD_NAMES as readonly string[]).includes(field.key)) {
       defineOwn(extra, field.key, field.value);
+      if (options.customFields?.includes(field.key)) continue;
       const known = KNOWN_FIELD_NAMES.find((candidate) => candidate.toLowerCase() === field.key.trim().toLowerCase());
       // A missing `name` or `description` is reported with its lookalike already; any other lookalike is a field
       // its author meant to set and skillbake would otherwise silently ignore (`field-unknown` is off by default).

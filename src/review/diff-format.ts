@@ -57,6 +57,7 @@ function prefixLines(prefix: string, text: string): string[] {
 /** A terminal report: each agent, its changes, then its prompt size and budget. */
 export function formatDiffPretty(diff: BundleDiff, labels: { before: string; after: string }, style: Style): string {
   const lines = [`${headline(diff)} (${escapeInvisible(labels.before)} → ${escapeInvisible(labels.after)})`];
+  const units = budgetUnits(diff);
   for (const agent of diff.agents) {
     lines.push("", style.bold(`${escapeInvisible(agent.id)}: ${STATUS_WORDS[agent.status]}`));
     for (const item of items(agent, (text) => escapeInvisible(text))) {
@@ -65,9 +66,9 @@ export function formatDiffPretty(diff: BundleDiff, labels: { before: string; aft
     }
     const { before, after } = agent.prompt;
     lines.push(`  prompt characters: ${change(before.characters, after.characters)}`);
-    lines.push(`  ${style.dim(TOKEN_ESTIMATE_LABEL)}: ${change(before.tokens, after.tokens)}`);
-    const budget = budgetChange(agent);
-    if (budget) lines.push(`  budget (catalogue characters): ${budget}`);
+    lines.push(`  ${diff.tokenEncoding ? tokensLabel(diff) : style.dim(TOKEN_ESTIMATE_LABEL)}: ${change(before.tokens, after.tokens)}`);
+    const budget = budgetChange(agent, units);
+    if (budget) lines.push(`  ${budgetLabel(units)}: ${budget}`);
   }
   return lines.join("\n");
 }
@@ -75,11 +76,12 @@ export function formatDiffPretty(diff: BundleDiff, labels: { before: string; aft
 /** A pull-request comment: a table of every agent, then each changed agent's list. */
 export function formatDiffMarkdown(diff: BundleDiff): string {
   const lines = [`### Agent prompts: ${headline(diff)}`, ""];
-  lines.push(`| agent | changes | prompt characters | ${TOKEN_ESTIMATE_LABEL} | budget (catalogue characters) |`, "| --- | --- | ---: | ---: | --- |");
+  const units = budgetUnits(diff);
+  lines.push(`| agent | changes | prompt characters | ${tokensLabel(diff)} | ${budgetLabel(units)} |`, "| --- | --- | ---: | ---: | --- |");
   for (const agent of diff.agents) {
     const { before, after } = agent.prompt;
     // GFM splits a table cell at every unescaped "|", even inside a code span.
-    lines.push(`| ${codeSpan(agent.id).replace(/\|/g, "\\|")} | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${budgetChange(agent) ?? "—"} |`);
+    lines.push(`| ${codeSpan(agent.id).replace(/\|/g, "\\|")} | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${budgetChange(agent, units) ?? "—"} |`);
   }
   for (const agent of diff.agents) {
     const list = items(agent, codeSpan);
@@ -103,7 +105,24 @@ function markdownItem(item: Item): string[] {
 
 /** `--format json`: the whole comparison, one document. */
 export function formatDiffJson(diff: BundleDiff): string {
-  return JSON.stringify({ changed: diff.changed, tokenEstimate: "ceil(characters / 4)", agents: diff.agents }, null, 2);
+  const tokens = diff.tokenEncoding ? { tokenEncoding: diff.tokenEncoding } : { tokenEstimate: "ceil(characters / 4)" };
+  return JSON.stringify({ changed: diff.changed, ...tokens, agents: diff.agents }, null, 2);
+}
+
+/** Real counts name their encoding; estimates say how they were made. */
+function tokensLabel(diff: BundleDiff): string {
+  return diff.tokenEncoding ? `tokens (${diff.tokenEncoding})` : TOKEN_ESTIMATE_LABEL;
+}
+
+/** Budgets in characters alone keep the unit in the label; with any in tokens, each value names its unit. */
+type BudgetUnits = "characters" | "mixed";
+
+function budgetUnits(diff: BundleDiff): BudgetUnits {
+  return diff.agents.some((agent) => agent.budget.before?.unit === "tokens" || agent.budget.after?.unit === "tokens") ? "mixed" : "characters";
+}
+
+function budgetLabel(units: BudgetUnits): string {
+  return units === "characters" ? "budget (catalogue characters)" : "budget (catalogue)";
 }
 
 function headline(diff: BundleDiff): string {
@@ -142,17 +161,17 @@ function count(value: number): string {
   return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-function budgetChange(agent: AgentDiff): string | undefined {
+function budgetChange(agent: AgentDiff, units: BudgetUnits): string | undefined {
   const { before, after } = agent.budget;
   if (!before && !after) return undefined;
-  const [was, now] = [budgetText(before), budgetText(after)];
+  const [was, now] = [budgetText(before, units), budgetText(after, units)];
   return was === now ? now : `${was} → ${now}`;
 }
 
-function budgetText(state: BudgetState | undefined): string {
+function budgetText(state: BudgetState | undefined, units: BudgetUnits): string {
   if (!state) return "no budget";
   const percent = state.limit > 0 ? ` (${Math.round((state.catalogue / state.limit) * 100)}%)` : "";
-  return `${count(state.catalogue)} / ${count(state.limit)}${percent}`;
+  return `${count(state.catalogue)} / ${count(state.limit)}${units === "mixed" ? ` ${state.unit}` : ""}${percent}`;
 }
 
 /** Inline code that survives backticks in the text; its line breaks and other hidden characters are shown escaped. */

@@ -155,8 +155,10 @@ const manifestSchema = z.object({
       format: z.string(),
       prompt: z.string(),
       characters: z.object({ prompt: z.number(), catalogue: z.number() }),
-      /** The agent's character limit on its catalogue, when the config sets one. */
-      budget: z.number().optional(),
+      /** Counted when the config asked for tokens. */
+      tokens: z.object({ encoding: z.string(), prompt: z.number(), catalogue: z.number() }).optional(),
+      /** The agent's limit on its catalogue, in characters or tokens, when the config sets one. */
+      budget: z.union([z.number(), z.object({ tokens: z.number() })]).optional(),
       skills: z.array(z.object({ name: z.string(), mode: z.enum(["available", "inline"]), file: z.string() })),
     }),
   ),
@@ -187,6 +189,7 @@ export function parseManifest(value: unknown, label: string): Manifest {
   if (parsed.success) {
     const files = new Set(parsed.data.skills.map((skill) => skill.file));
     for (const [id, agent] of Object.entries(parsed.data.agents)) {
+      if (typeof agent.budget === "object" && !agent.tokens) throw new ManifestError(`${label}: agents.${id} has a budget in tokens but no token counts`);
       const unknown = agent.skills.find((skill) => !files.has(skill.file));
       if (unknown) throw new ManifestError(`${label}: agents.${id} lists ${unknown.file}, which is not among the manifest's skills`);
     }
@@ -208,15 +211,16 @@ export const TOKEN_ESTIMATE_LABEL = "≈ tokens (estimate: characters ÷ 4)";
 
 export interface PromptSize {
   characters: number;
-  /** `estimateTokens(characters)`. */
+  /** Counted in the diff's `tokenEncoding`, or else `estimateTokens(characters)`. */
   tokens: number;
 }
 
 export interface BudgetState {
-  /** Character limit of the catalogue. */
+  /** Limit of the catalogue, in `unit`. */
   limit: number;
-  /** Characters of the catalogue. */
+  /** Size of the catalogue, in `unit`. */
   catalogue: number;
+  unit: "characters" | "tokens";
 }
 
 export interface AgentDiff {
@@ -241,6 +245,8 @@ export interface AgentDiff {
 
 export interface BundleDiff {
   changed: boolean;
+  /** The encoding both bundles counted every agent's tokens in; absent: tokens are estimated from characters. */
+  tokenEncoding?: string;
   /** Every agent of either side, by id. */
   agents: AgentDiff[];
 }
@@ -248,8 +254,11 @@ export interface BundleDiff {
 /** What changed for each agent between two bundles. */
 export function diffBundles(before: Manifest, after: Manifest): BundleDiff {
   const ids = [...new Set([...Object.keys(before.agents), ...Object.keys(after.agents)])].sort(compareStrings);
-  const agents = ids.map((id) => diffAgent(id, agentView(before, id), agentView(after, id)));
-  return { changed: agents.some((agent) => agent.status !== "unchanged"), agents };
+  // Counts of two encodings (or counts against estimates) would compare unlike things: then both sides are estimated.
+  const encodings = new Set([...Object.values(before.agents), ...Object.values(after.agents)].map((agent) => agent.tokens?.encoding));
+  const tokenEncoding = encodings.size === 1 ? [...encodings][0] : undefined;
+  const agents = ids.map((id) => diffAgent(id, agentView(before, id), agentView(after, id), tokenEncoding !== undefined));
+  return { changed: agents.some((agent) => agent.status !== "unchanged"), ...(tokenEncoding === undefined ? {} : { tokenEncoding }), agents };
 }
 
 interface SkillView {
@@ -267,7 +276,8 @@ interface SkillView {
 interface AgentView {
   format: string;
   characters: { prompt: number; catalogue: number };
-  budget?: number;
+  tokens?: { prompt: number; catalogue: number };
+  budget?: number | { tokens: number };
   promptHash: string;
   /** By name; a name selected from several sources pairs up in order (`name`, `name#2`, …). */
   skills: Map<string, SkillView>;
@@ -287,10 +297,10 @@ function agentView(manifest: Manifest, id: string): AgentView | undefined {
     const resources = new Map(skill.files.filter((file) => file.path !== "SKILL.md").map((file) => [file.path, file.sha256]));
     skills.set(key, { ...entry, description: skill.description, location: skill.location, body: skill.body, fields: { ...skill.fields, ...skill.extra }, resources });
   }
-  return { format: agent.format, characters: agent.characters, budget: agent.budget, promptHash: manifest.hashes.outputs[agent.prompt] ?? EMPTY_PROMPT_HASH, skills };
+  return { format: agent.format, characters: agent.characters, tokens: agent.tokens, budget: agent.budget, promptHash: manifest.hashes.outputs[agent.prompt] ?? EMPTY_PROMPT_HASH, skills };
 }
 
-function diffAgent(id: string, before: AgentView | undefined, after: AgentView | undefined): AgentDiff {
+function diffAgent(id: string, before: AgentView | undefined, after: AgentView | undefined, counted: boolean): AgentDiff {
   const diff: AgentDiff = {
     id,
     status: "unchanged",
@@ -303,8 +313,8 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
     resources: [],
     fields: [],
     prompt: {
-      before: promptSize(before),
-      after: promptSize(after),
+      before: promptSize(before, counted),
+      after: promptSize(after, counted),
       changed: (before?.promptHash ?? EMPTY_PROMPT_HASH) !== (after?.promptHash ?? EMPTY_PROMPT_HASH),
     },
     budget: { before: budgetState(before), after: budgetState(after) },
@@ -357,14 +367,15 @@ function resourceChanges(before: ReadonlyMap<string, string>, after: ReadonlyMap
   };
 }
 
-function promptSize(agent: AgentView | undefined): PromptSize {
+function promptSize(agent: AgentView | undefined, counted: boolean): PromptSize {
   const characters = agent?.characters.prompt ?? 0;
-  return { characters, tokens: estimateTokens(characters) };
+  return { characters, tokens: counted ? (agent?.tokens?.prompt ?? 0) : estimateTokens(characters) };
 }
 
 function budgetState(agent: AgentView | undefined): BudgetState | undefined {
   if (agent?.budget === undefined) return undefined;
-  return { limit: agent.budget, catalogue: agent.characters.catalogue };
+  if (typeof agent.budget === "number") return { limit: agent.budget, catalogue: agent.characters.catalogue, unit: "characters" };
+  return { limit: agent.budget.tokens, catalogue: agent.tokens!.catalogue, unit: "tokens" }; // parseManifest checked the counts are there
 }
 
 function sha256(text: string): string {

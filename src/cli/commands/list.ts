@@ -14,7 +14,9 @@ Compiles the config in memory (writing nothing) and prints, per agent, each skil
 name, mode (available: listed in the catalogue; inline: whole body in the prompt), source root,
 description characters and flags (hidden: disable-model-invocation, left out of the catalogue;
 not user-invocable: user-invocable: false), and the catalogue's characters against the agent's
-budget. Skills with errors are left out; run \`skills check\` to see why.
+budget; with \`tokens\` in the config (or a budget in tokens), the prompt's and the catalogue's
+tokens too, labelled with their encoding. Skills with errors are left out; run \`skills check\`
+to see why.
 
 Options:
   --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
@@ -59,8 +61,10 @@ interface AgentListing {
   promptCharacters: number;
   /** Characters of the catalogue of available skills, what an agent's `budget` limits. */
   catalogueCharacters: number;
-  /** The agent's `budget`, and the skills it left out of the catalogue (`budget-exceeded`), in prompt order. */
-  budget?: { limit: number; dropped: string[] };
+  /** With `tokens` in the config or a budget in tokens: the prompt's and the catalogue's tokens in that encoding. */
+  tokens?: { encoding: string; prompt: number; catalogue: number };
+  /** The agent's `budget` (in characters or tokens), and the skills it left out of the catalogue (`budget-exceeded`), in prompt order. */
+  budget?: { limit: number; unit: "characters" | "tokens"; dropped: string[] };
   skills: {
     name: string;
     mode: string;
@@ -82,7 +86,8 @@ function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
     format: agent.format,
     promptCharacters: agent.prompt.length,
     catalogueCharacters: agent.catalogueCharacters,
-    ...(agent.budget === undefined ? {} : { budget: { limit: agent.budget.limit, dropped: agent.budget.dropped.map((skill) => skill.name) } }),
+    ...(agent.tokens === undefined ? {} : { tokens: agent.tokens }),
+    ...(agent.budget === undefined ? {} : { budget: { limit: agent.budget.limit, unit: agent.budget.unit, dropped: agent.budget.dropped.map((skill) => skill.name) } }),
     skills: agent.skills.map((skill) => ({
       name: skill.name,
       mode: skill.mode,
@@ -98,8 +103,11 @@ function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
 
 function formatAgent(agent: AgentListing): string {
   const count = `${agent.skills.length} ${agent.skills.length === 1 ? "skill" : "skills"}`;
-  const budget = agent.budget === undefined ? "" : ` (${Math.round((agent.catalogueCharacters * 100) / agent.budget.limit)}% of its ${agent.budget.limit} budget)`;
-  const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${budget}, prompt ${agent.promptCharacters} characters`;
+  const { budget: limit, tokens } = agent;
+  const budgeted = limit?.unit === "tokens" ? tokens!.catalogue : agent.catalogueCharacters;
+  const budget = limit === undefined ? "" : ` (${Math.round((budgeted * 100) / limit.limit)}% of its ${limit.limit}${limit.unit === "tokens" ? "-token" : ""} budget)`;
+  const inTokens = (count: number) => (tokens ? ` / ${count} ${tokens.encoding} tokens` : "");
+  const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${inTokens(tokens?.catalogue ?? 0)}${budget}, prompt ${agent.promptCharacters} characters${inTokens(tokens?.prompt ?? 0)}`;
   // A name (which may be its folder's) and a root may hold control or bidi characters: shown escaped.
   const dropped = agent.budget?.dropped.length ? [`  left out by the budget: ${agent.budget.dropped.map((name) => escapeInvisible(name)).join(", ")}`] : [];
   if (agent.skills.length === 0) return [heading, "  (no skills)", ...dropped].join("\n");

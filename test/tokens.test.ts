@@ -1,0 +1,145 @@
+import { cp, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { countTokens as o200k, encode as encodeO200k } from "gpt-tokenizer/encoding/o200k_base";
+import { countTokens as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
+import { describe, expect, it } from "vitest";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+/** A SKILL.md whose description is written as a YAML double-quoted string (JSON is one). */
+const quoted = (name: string, description: string, body?: string) => skillMd(name, JSON.stringify(description), body);
+
+/** Code- and symbol-heavy descriptions, where characters ÷ 4 is furthest from the real count. */
+const SKILLS = {
+  "skills/alpha/SKILL.md": quoted("alpha", "Run `kubectl get pods -n $NS -o jsonpath='{.items[*].metadata.name}'` before a rollout."),
+  "skills/beta/SKILL.md": quoted("beta", "Regex helper: ^(?:[a-z0-9]+(?:-[a-z0-9]+)*)$ and {{template}} checks; use for names."),
+  "skills/gamma/SKILL.md": skillMd("gamma", "Gamma does gamma things. Use when gamma is needed."),
+  "skills/inline-one/SKILL.md": quoted("inline-one", "Inlined.", "# Steps\n\n```ts\nconst x: Record<string, number[]> = {};\n```"),
+};
+
+async function project(config: object): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, { "skills.config.json": JSON.stringify({ location: "relative", ...config }), ...SKILLS });
+  return dir;
+}
+
+const manifestOf = async (dir: string) => JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
+const promptOf = (dir: string, agent: string) => readFile(join(dir, "dist/skills/prompts", `${agent}.txt`), "utf8");
+
+describe("token counts", () => {
+  it("records each agent's prompt and catalogue tokens, equal to the tokenizer's own count of prompts/<agent>.txt", async () => {
+    const dir = await project({
+      tokens: { encoding: "o200k_base" },
+      agents: { coding: { skills: [{ root: "skills", inline: ["inline-one"], available: ["*", "!inline-one"] }] }, chat: { skills: [{ root: "skills", available: ["gamma"] }] } },
+    });
+    const build = await runCli(["build"], { cwd: dir });
+    expect(build.code, build.stderr).toBe(0);
+    const manifest = await manifestOf(dir);
+    for (const agent of ["coding", "chat"]) {
+      const prompt = await promptOf(dir, agent);
+      expect(manifest.agents[agent].tokens).toMatchObject({ encoding: "o200k_base", prompt: o200k(prompt) });
+    }
+    // The coding prompt is its catalogue, a blank line, then the inline block.
+    const coding = await promptOf(dir, "coding");
+    const catalogue = coding.slice(0, coding.indexOf("\n\n<skill name="));
+    expect(manifest.agents.coding.tokens.catalogue).toBe(o200k(catalogue));
+    expect(manifest.agents.chat.tokens.catalogue).toBe(manifest.agents.chat.tokens.prompt);
+    // Not the estimate: the symbols make the two differ.
+    expect(manifest.agents.coding.tokens.prompt).not.toBe(Math.ceil(coding.length / 4));
+  });
+
+  it("counts in the configured encoding", async () => {
+    const dir = await project({ tokens: { encoding: "cl100k_base" }, agents: { coding: { skills: [{ root: "skills" }] } } });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const prompt = await promptOf(dir, "coding");
+    expect((await manifestOf(dir)).agents.coding.tokens).toEqual({ encoding: "cl100k_base", prompt: cl100k(prompt), catalogue: cl100k(prompt) });
+    expect(cl100k(prompt)).not.toBe(o200k(prompt));
+  });
+
+  it("counts a special-token string in skill text as plain text instead of failing", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", tokens: {}, agents: { coding: { skills: [{ root: "skills" }] } } }),
+      "skills/odd/SKILL.md": quoted("odd", "Ends documents with <|endoftext|> and <|im_start|> markers."),
+    });
+    const build = await runCli(["build"], { cwd: dir });
+    expect(build.code, build.stderr).toBe(0);
+    const prompt = await promptOf(dir, "coding");
+    expect((await manifestOf(dir)).agents.coding.tokens).toMatchObject({ encoding: "o200k_base", prompt: encodeO200k(prompt, { disallowedSpecial: new Set() }).length });
+  });
+
+  it("counts nothing unless asked: no tokens in the manifest or in skills list", async () => {
+    const dir = await project({ agents: { coding: { skills: [{ root: "skills" }] } } });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens).toBeUndefined();
+    const list = await runCli(["list"], { cwd: dir });
+    expect(list.stdout).not.toContain("tokens");
+  });
+
+  it("a budget in tokens drops the last skills of the catalogue and says so", async () => {
+    const dir = await project({ agents: { coding: { skills: [{ root: "skills", available: ["alpha", "beta", "gamma"] }] } } });
+    // Measure the full catalogue, then set a budget that only the first two entries fit.
+    expect((await runCli(["build"], { cwd: dir, env: {} })).code).toBe(0);
+    const full = await promptOf(dir, "coding");
+    const withoutGamma = full.replace(/\n  <skill>\n    <name>gamma<\/name>[\s\S]*?<\/skill>/, "");
+    expect(withoutGamma).not.toBe(full);
+    const limit = o200k(withoutGamma) + 1;
+    expect(o200k(full)).toBeGreaterThan(limit);
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ location: "relative", agents: { coding: { skills: [{ root: "skills", available: ["alpha", "beta", "gamma"] }], budget: { tokens: limit } } } }) });
+
+    const build = await runCli(["build"], { cwd: dir });
+    expect(build.code, build.stderr).toBe(0);
+    expect(build.stderr).toContain(
+      `agent "coding": the catalogue takes ${o200k(full)} o200k_base tokens, over its budget of ${limit}; dropped the last skill in prompt order, leaving ${o200k(withoutGamma)}: gamma (skills/gamma/SKILL.md)  [budget-exceeded]`,
+    );
+    expect(await promptOf(dir, "coding")).toBe(withoutGamma);
+    const manifest = await manifestOf(dir);
+    expect(manifest.agents.coding.budget).toEqual({ tokens: limit });
+    expect(manifest.agents.coding.tokens).toEqual({ encoding: "o200k_base", prompt: o200k(withoutGamma), catalogue: o200k(withoutGamma) });
+
+    const list = await runCli(["list"], { cwd: dir });
+    const percent = Math.round((o200k(withoutGamma) * 100) / limit);
+    expect(list.stdout).toContain(`coding: 2 skills, catalogue ${withoutGamma.length} characters / ${o200k(withoutGamma)} o200k_base tokens (${percent}% of its ${limit}-token budget), prompt`);
+    expect(list.stdout).toContain("left out by the budget: gamma");
+  });
+
+  it("a budget that is neither characters nor { tokens } is a config error naming the field", async () => {
+    const dir = await project({ agents: { coding: { skills: [{ root: "skills" }], budget: { tokens: 0 } } } });
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("agents.coding.budget");
+  });
+
+  it("skills diff and skills list label real counts with their encoding", async () => {
+    const dir = await project({ tokens: { encoding: "o200k_base" }, agents: { coding: { skills: [{ root: "skills", available: ["alpha", "gamma"] }] } } });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const before = await promptOf(dir, "coding");
+    await cp(join(dir, "dist/skills"), join(dir, "before"), { recursive: true });
+    await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma now runs `jq '.items[] | {name, id}'` on every {{payload}}.") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const after = await promptOf(dir, "coding");
+
+    const change = `${o200k(before)} → ${o200k(after)} (+${o200k(after) - o200k(before)})`;
+    const pretty = await runCli(["diff", "before", "dist/skills", "--format", "pretty"], { cwd: dir });
+    expect(pretty.stdout.split("\n")).toContain(`  tokens (o200k_base): ${change}`);
+    const markdown = await runCli(["diff", "before", "dist/skills", "--format", "markdown"], { cwd: dir });
+    expect(markdown.stdout).toContain("| agent | changes | prompt characters | tokens (o200k_base) | budget (catalogue characters) |");
+    expect(markdown.stdout).toContain(`| ${change} |`);
+    const json = JSON.parse((await runCli(["diff", "before", "dist/skills", "--format", "json"], { cwd: dir })).stdout);
+    expect(json.tokenEncoding).toBe("o200k_base");
+    expect(json.tokenEstimate).toBeUndefined();
+
+    const list = await runCli(["list", "--format", "json"], { cwd: dir });
+    expect(JSON.parse(list.stdout).agents[0].tokens).toEqual({ encoding: "o200k_base", prompt: o200k(after), catalogue: o200k(after) });
+  });
+
+  it("skills diff estimates both sides when only one bundle counted tokens", async () => {
+    const dir = await project({ agents: { coding: { skills: [{ root: "skills", available: ["alpha"] }] } } });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    await cp(join(dir, "dist/skills"), join(dir, "before"), { recursive: true });
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ location: "relative", tokens: {}, agents: { coding: { skills: [{ root: "skills", available: ["alpha"] }] } } }) });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const pretty = await runCli(["diff", "before", "dist/skills", "--format", "pretty"], { cwd: dir });
+    expect(pretty.stdout).toContain("≈ tokens (estimate: characters ÷ 4)");
+    expect(pretty.stdout).not.toContain("tokens (o200k_base)");
+  });
+});
