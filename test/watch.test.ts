@@ -87,6 +87,8 @@ describe("skills build --watch", () => {
     step();
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, fixed."));
     await waitFor(async () => (await prompt()).includes("Drafts alpha reports, fixed."), "the fixed skill in the bundle", output);
+    // The bundle is swapped in before its report is printed: wait for the report, or the next step counts it.
+    await waitFor(() => /Built in \d+ ms/.test(since()), "the fixed build's report", output);
 
     // A file discovery does not read (a log beside the skills) changes nothing: no build for it.
     step();
