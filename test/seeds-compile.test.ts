@@ -1,0 +1,81 @@
+// Seed parity, compile side (issue 16): each case is a behaviour one of the five seed designs asks for, built from
+// the seed's own example where it gives one. docs/compatibility.md lists what of each seed skillbake does.
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+import { runCli, tempDir, writeTree, type CliRun } from "./helpers.js";
+
+interface Entry {
+  name: string;
+  mode: string;
+  fields: Record<string, unknown>;
+}
+interface BundleModule {
+  getPrompt(agent: string): string;
+  getSkill(agent: string, name: string): Entry;
+  renderSkill(agent: string, name: string, args?: string): string;
+  listUserInvocable(agent: string): readonly Entry[];
+  skillTool(agent: string): { description: string; parameters: { properties: { skill: { enum: string[] } } } } | null;
+  agents: Record<string, { skills: readonly Entry[] }>;
+}
+interface Diagnostic {
+  code: string;
+  severity: string;
+  file?: string;
+  line?: number;
+  message: string;
+}
+
+/** Writes the tree, runs `skills build --format json` in it, and imports the bundle when one was written. */
+async function bake(tree: Record<string, string>, args: string[] = [], env: Record<string, string | undefined> = {}) {
+  const dir = await tempDir();
+  await writeTree(dir, tree);
+  const run: CliRun = await runCli(["build", "--format", "json", ...args], { cwd: dir, env: { SKILLS_PROMPT_CHAR_BUDGET: undefined, ...env } });
+  const diagnostics = (JSON.parse(run.stdout) as { diagnostics: Diagnostic[] }).diagnostics;
+  const built = run.code === 0 || (run.code === 1 && args.includes("--strict"));
+  const module = run.code === 0 ? ((await import(pathToFileURL(join(dir, "dist/skills/index.js")).href + `?${Date.now()}`)) as BundleModule) : undefined;
+  const manifest = run.code === 0 ? JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8")) : undefined;
+  return { dir, run, diagnostics, codes: diagnostics.map((diagnostic) => diagnostic.code), module: built ? module : undefined, manifest };
+}
+
+const config = (agents: Record<string, unknown>, extra: Record<string, unknown> = {}) => JSON.stringify({ location: "relative", ...extra, agents });
+
+describe('1. yaml: "recover" reads every top-level field and never guesses who may invoke a skill', () => {
+  // A manual-only skill (seed 001's `disable-model-invocation: true`) whose description has an unquoted ": ".
+  const deploy = "---\nname: deploy\ndescription: Deploy the app. Use when: the user types /deploy\ndisable-model-invocation: true\nuser-invocable: true\nargument-hint: \"[environment]\"\nallowed-tools: [Bash, Read]\nlicense: MIT\nversion: \"1.2\"\n---\n\nDeploy to $ARGUMENTS.\n";
+  const review = "---\nname: review\ndescription: Reviews code.\n---\n\nReview it.\n";
+
+  it("a manual-only skill stays out of the catalogue and the tool's enum, and keeps its other fields", async () => {
+    const { run, codes, module } = await bake({
+      "skills.config.json": config({ main: { skills: [{ root: "skills" }] } }, { yaml: "recover" }),
+      "skills/deploy/SKILL.md": deploy,
+      "skills/review/SKILL.md": review,
+    });
+    expect(run.code).toBe(0);
+    expect(codes).toEqual(["yaml-recovered"]);
+    expect(module!.getPrompt("main")).not.toContain("deploy");
+    expect(module!.skillTool("main")!.parameters.properties.skill.enum).toEqual(["review"]);
+    expect(module!.getSkill("main", "deploy").fields).toMatchObject({
+      "disable-model-invocation": true,
+      "user-invocable": true,
+      "argument-hint": "[environment]",
+      "allowed-tools": ["Bash", "Read"],
+      license: "MIT",
+      version: "1.2",
+    });
+    expect(module!.listUserInvocable("main").map((skill) => skill.name)).toEqual(["deploy", "review"]);
+  });
+
+  it("an invocation field it cannot read makes the skill an error, not a model-visible skill", async () => {
+    for (const line of ["disable-model-invocation: true: for now", "disable-model-invocation: yes please", "description2: x\n  disable-model-invocation: true"]) {
+      const { run, diagnostics } = await bake({
+        "skills.config.json": config({ main: { skills: [{ root: "skills" }] } }, { yaml: "recover" }),
+        "skills/deploy/SKILL.md": `---\nname: deploy\ndescription: Deploy. Use when: asked\n${line}\n---\n\nDeploy.\n`,
+        "skills/review/SKILL.md": review,
+      });
+      expect(run.code, line).toBe(1);
+      expect(diagnostics.find((diagnostic) => diagnostic.code === "yaml-invalid")?.message, line).toContain("cannot read `disable-model-invocation`");
+    }
+  });
+});
