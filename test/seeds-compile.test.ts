@@ -79,3 +79,21 @@ describe('1. yaml: "recover" reads every top-level field and never guesses who m
     }
   });
 });
+
+describe("9. an agent without skills", () => {
+  it("seed 002's chat agent: context files only, no skill, no tool", async () => {
+    const { run, module, manifest } = await bake({
+      "skills.config.json": config({
+        coding: { skills: [{ root: "skills" }] },
+        chat: { context: ["AGENTS.md"], description: "General chat, no skills." },
+      }),
+      "AGENTS.md": "# Project\n\nBe brief.\n",
+      "skills/review/SKILL.md": "---\nname: review\ndescription: Reviews code.\n---\n\nReview it.\n",
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(module!.getPrompt("chat")).toBe("# Project\n\nBe brief.");
+    expect(module!.agents.chat!.skills).toEqual([]);
+    expect(module!.skillTool("chat")).toBeNull();
+    expect(manifest.agents.chat.skills).toEqual([]);
+  });
+});

@@ -36,7 +36,8 @@ const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
 export const TOOL_STYLES = ["use_skill", "read_skill", "Skill"] as const;
 
 const agentSchema = z.strictObject({
-  skills: z.array(sourceSchema).min(1, "an agent needs at least one source"),
+  /** Omitted or []: an agent of context files only (seed 002's chat agent). */
+  skills: z.array(sourceSchema).default([]),
   format: formatSchema.optional(),
   /** Characters the catalogue of available skills may take; later skills are dropped past it. */
   budget: z.number().int().positive("a budget is a positive number of characters").optional(),
