@@ -97,3 +97,28 @@ describe("9. an agent without skills", () => {
     expect(manifest.agents.chat.skills).toEqual([]);
   });
 });
+
+describe("4. namespaced names", () => {
+  // Seed 002 names skills by namespace: `triage/issue-triage`.
+  const tree = (skills: Record<string, unknown>) => ({
+    "skills.config.json": config({ main: { skills: [{ root: "skills", ...skills }] } }),
+    "skills/triage/issue-triage/SKILL.md": "---\nname: triage/issue-triage\ndescription: Triages new issues.\n---\n\nLabel it.\n",
+    "skills/review/SKILL.md": "---\nname: review\ndescription: Reviews code.\n---\n\nReview it.\n",
+  });
+
+  it("`*` alone (the default) selects every name, the namespaced one included; other globs stop at /", async () => {
+    for (const skills of [{}, { available: ["*"] }]) {
+      const { run, module, diagnostics } = await bake(tree(skills));
+      expect(run.code).toBe(0);
+      expect(module!.agents.main!.skills.map((skill) => skill.name)).toEqual(["review", "triage/issue-triage"]);
+      // The name is not in the Agent Skills format: said, with the namespace glob that selects it.
+      expect(diagnostics.find((diagnostic) => diagnostic.code === "name-invalid")).toMatchObject({ hint: expect.stringContaining('"triage/*"') });
+    }
+    // Other globs treat / as the namespace separator.
+    const inside = await bake(tree({ available: ["triage/*"] }));
+    expect(inside.module!.agents.main!.skills.map((skill) => skill.name)).toEqual(["triage/issue-triage"]);
+    const top = await bake(tree({ available: ["*-triage", "r*"] }));
+    expect(top.module!.agents.main!.skills.map((skill) => skill.name)).toEqual(["review"]);
+    expect(top.codes).toContain("pattern-unmatched");
+  });
+});

@@ -179,12 +179,14 @@ interface PatternSet {
 /**
  * picomatch given a list OR-s every pattern, so a `!x` in a list would match nearly everything. Here
  * positive patterns select and `!` patterns remove from that selection; a list of only `!` patterns
- * removes from every name.
+ * removes from every name. `/` in a name separates namespaces (seed 002's `triage/issue-triage`): `triage/*`
+ * matches inside one, and `*` alone, the default selection, matches every name, namespaced ones included.
  */
 export function compilePatterns(patterns: readonly string[]): PatternSet {
   const compiled = patterns.map((pattern) => {
     const negated = pattern.startsWith("!");
-    return { pattern, negated, test: picomatch(negated ? pattern.slice(1) : pattern, { dot: true }) };
+    const glob = negated ? pattern.slice(1) : pattern;
+    return { pattern, negated, test: glob === "*" ? () => true : picomatch(glob, { dot: true }) };
   });
   const positives = compiled.filter((entry) => !entry.negated);
   const negatives = compiled.filter((entry) => entry.negated);

@@ -241,7 +241,9 @@ function checkName(file: string, name: string, folderName: string, at: Position)
       message: `name "${name}" is not lowercase letters, digits and single hyphens`,
       hint: invisible
         ? `It contains the invisible character U+${invisible.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}; retype the name.`
-        : `Use a name like "${suggestName(name)}".`,
+        : name.includes("/")
+          ? `A namespaced name is kept as it is (patterns treat "/" as the separator: "${name.slice(0, name.lastIndexOf("/"))}/*"), but the Agent Skills format does not allow it: use a name like "${suggestName(name)}" where the skill must load elsewhere.`
+          : `Use a name like "${suggestName(name)}".`,
     });
   }
   if (name.length > MAX_NAME_LENGTH) {
