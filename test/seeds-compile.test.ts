@@ -122,3 +122,19 @@ describe("4. namespaced names", () => {
     expect(top.codes).toContain("pattern-unmatched");
   });
 });
+
+describe('10. duplicates: "last" inside one root', () => {
+  // Seeds 003 and 004: of two skills of one name, the last discovered wins.
+  const tree = (duplicates?: string) => ({
+    "skills.config.json": config({ main: { skills: [{ root: "skills" }], ...(duplicates ? { duplicates } : {}) } }),
+    "skills/a-builtin/pdf/SKILL.md": "---\nname: pdf\ndescription: Built-in PDF skill.\n---\n\nOld.\n",
+    "skills/b-user/pdf/SKILL.md": "---\nname: pdf\ndescription: The user's PDF skill.\n---\n\nNew.\n",
+  });
+
+  it("the last in path order wins, and duplicate-name names the winner", async () => {
+    const last = await bake(tree("last"));
+    expect(last.module!.getSkill("main", "pdf").description).toBe("The user's PDF skill.");
+    expect(last.diagnostics.find((diagnostic) => diagnostic.code === "duplicate-name")).toMatchObject({ file: "skills/a-builtin/pdf/SKILL.md", message: expect.stringContaining("skills/b-user/pdf/SKILL.md") });
+    for (const duplicates of [undefined, "first"]) expect((await bake(tree(duplicates))).module!.getSkill("main", "pdf").description).toBe("Built-in PDF skill.");
+  });
+});

@@ -41,7 +41,7 @@ const agentSchema = z.strictObject({
   format: formatSchema.optional(),
   /** Characters the catalogue of available skills may take; later skills are dropped past it. */
   budget: z.number().int().positive("a budget is a positive number of characters").optional(),
-  /** One name from several sources: keep every copy and warn (the default), or only the first or last source's. */
+  /** One name from several sources: keep every copy and warn (the default), or only the first or last source's; "last" also makes the last of one name in one root win. */
   duplicates: z.enum(["keep-all", "first", "last"]).optional(),
   /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
   allow: z.array(z.string().min(1, "a pattern cannot be empty")).optional(),
