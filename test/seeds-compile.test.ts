@@ -8,6 +8,7 @@ import { runCli, tempDir, writeTree, type CliRun } from "./helpers.js";
 
 interface Entry {
   name: string;
+  description: string;
   mode: string;
   fields: Record<string, unknown>;
 }
@@ -136,5 +137,29 @@ describe('10. duplicates: "last" inside one root', () => {
     expect(last.module!.getSkill("main", "pdf").description).toBe("The user's PDF skill.");
     expect(last.diagnostics.find((diagnostic) => diagnostic.code === "duplicate-name")).toMatchObject({ file: "skills/a-builtin/pdf/SKILL.md", message: expect.stringContaining("skills/b-user/pdf/SKILL.md") });
     for (const duplicates of [undefined, "first"]) expect((await bake(tree(duplicates))).module!.getSkill("main", "pdf").description).toBe("Built-in PDF skill.");
+  });
+});
+
+describe("7. seed 001's canonical frontmatter, and the defaults it implies", () => {
+  const canonical = "---\nname: code-review\ndescription: Reviews a pull request for bugs and style.\ncontext: inline\nagent: general\nmodel: default\n---\n\nReview $ARGUMENTS.\n";
+
+  it("is clean under check --strict", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": config({ main: { skills: [{ root: "skills" }] } }), "skills/code-review/SKILL.md": canonical });
+    const run = await runCli(["check", "--strict"], { cwd: dir });
+    expect(run.stderr).toContain("0 errors, 0 warnings");
+    expect(run.code).toBe(0);
+  });
+
+  it("every skill's fields carry context, agent, user-invocable and disable-model-invocation, defaulted", async () => {
+    const { module, manifest } = await bake({
+      "skills.config.json": config({ main: { skills: [{ root: "skills" }] } }),
+      "skills/code-review/SKILL.md": canonical,
+      "skills/plain/SKILL.md": "---\nname: plain\ndescription: Sets nothing.\n---\n\nBody.\n",
+    });
+    const defaults = { context: "inline", agent: "general", "user-invocable": true, "disable-model-invocation": false };
+    expect(module!.getSkill("main", "plain").fields).toEqual(defaults);
+    expect(module!.getSkill("main", "code-review").fields).toEqual({ ...defaults, model: "default" });
+    expect(manifest.skills.map((skill: { fields: unknown }) => skill.fields)).toEqual([{ ...defaults, model: "default" }, defaults]);
   });
 });

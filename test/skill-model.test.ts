@@ -140,7 +140,7 @@ describe("1. the frontmatter model", () => {
     // The generated types come from the same zod model, descriptions included.
     const types = await readFile(join(built.out, "index.d.ts"), "utf8");
     expect(types).toContain('readonly "allowed-tools"?: readonly string[];');
-    expect(types).toContain('readonly "context"?: "inline" | "fork";');
+    expect(types).toContain('readonly "context": "inline" | "fork";');
     expect(types).toContain("/** With context: fork, the task type (sub-agent) that runs the skill. */");
   });
 
@@ -326,6 +326,7 @@ export default defineConfig({
 `;
 
   it("a function receives the resolved agent and returns the prompt", async () => {
+    const DEFAULTS = { context: "inline", agent: "general", "user-invocable": true, "disable-model-invocation": false };
     const format = `(ctx) => JSON.stringify({ agent: ctx.agent, description: ctx.description, context: ctx.context, skills: ctx.skills.map((s) => ({ name: s.name, description: s.description, mode: s.mode, hidden: s.hidden, location: s.location, baseDir: s.baseDir, source: s.source, file: s.file, fields: s.fields, extra: s.extra, body: s.body })) })`;
     const built = await build({ ...tree, "context.md": "House rules.\n" }, functionConfig(format));
     expect(built.run.stderr).toContain("Wrote dist/skills");
@@ -335,9 +336,9 @@ export default defineConfig({
       description: "A custom agent",
       context: "House rules.",
       skills: [
-        { name: "alpha", description: "Does alpha.", mode: "available", hidden: false, location: "skills/alpha/SKILL.md", baseDir: "skills/alpha", source: 0, file: "skills/alpha/SKILL.md", fields: { metadata: { team: "a" } }, extra: {}, body: "Alpha body." },
-        { name: "hidden", description: "Hidden.", mode: "available", hidden: true, location: "skills/hidden/SKILL.md", baseDir: "skills/hidden", source: 0, file: "skills/hidden/SKILL.md", fields: { "disable-model-invocation": true }, extra: {}, body: "Hidden body." },
-        { name: "zulu", description: "Does zulu.", mode: "inline", hidden: false, location: "skills/zulu/SKILL.md", baseDir: "skills/zulu", source: 0, file: "skills/zulu/SKILL.md", fields: {}, extra: { owner: "z" }, body: "Zulu body with $ARGUMENTS." },
+        { name: "alpha", description: "Does alpha.", mode: "available", hidden: false, location: "skills/alpha/SKILL.md", baseDir: "skills/alpha", source: 0, file: "skills/alpha/SKILL.md", fields: { ...DEFAULTS, metadata: { team: "a" } }, extra: {}, body: "Alpha body." },
+        { name: "hidden", description: "Hidden.", mode: "available", hidden: true, location: "skills/hidden/SKILL.md", baseDir: "skills/hidden", source: 0, file: "skills/hidden/SKILL.md", fields: { ...DEFAULTS, "disable-model-invocation": true }, extra: {}, body: "Hidden body." },
+        { name: "zulu", description: "Does zulu.", mode: "inline", hidden: false, location: "skills/zulu/SKILL.md", baseDir: "skills/zulu", source: 0, file: "skills/zulu/SKILL.md", fields: DEFAULTS, extra: { owner: "z" }, body: "Zulu body with $ARGUMENTS." },
       ],
     });
     expect(built.manifest.agents.fn).toMatchObject({ format: "function", description: "A custom agent" });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/diagnostics.js";
-import { optionalFields } from "../compile/model.js";
+import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 
 /**
  * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:
@@ -52,7 +52,11 @@ const manifestSkill = z.strictObject({
   location: z.string().describe("Where the prompt says the file is."),
   baseDir: z.string().describe("The folder of `location`."),
   hash: sha256.describe("sha256 of the SKILL.md bytes."),
-  fields: z.strictObject(optionalFields).partial().describe("The known frontmatter fields, validated and normalised."),
+  fields: z
+    .strictObject(optionalFields)
+    .partial()
+    .required(Object.fromEntries(Object.keys(FIELD_DEFAULTS).map((key) => [key, true])) as { [K in keyof typeof FIELD_DEFAULTS]: true })
+    .describe("The known frontmatter fields, validated and normalised; context, agent, user-invocable and disable-model-invocation always, with their defaults."),
   extra: z.record(z.string(), z.unknown()).describe("Every other frontmatter field, untouched."),
   body: z.string().describe("The Markdown after the frontmatter, trimmed."),
   files: z

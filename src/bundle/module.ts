@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { z } from "zod";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
-import { optionalFields } from "../compile/model.js";
+import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { asciiOnly, jsonParts, MODULE_STYLE, type BundleFile, type Part } from "./parts.js";
 import type { AgentData, SkillTable } from "../runtime/helpers.js";
 
@@ -117,7 +117,7 @@ ${perAgent((agent) => (agent.tool?.style === "Skill" ? `SkillToolAnswer<${union(
 export type FormatName = "pi" | "markdown" | "function";
 export type SkillMode = "available" | "inline";
 
-/** The known frontmatter fields (SPEC §3), as validated by \`skills build\`. */
+/** The known frontmatter fields (SPEC §3), as validated by \`skills build\`; the four without \`?\` are always there, defaulted. */
 export interface SkillFields {
 ${fieldTypes()}}
 
@@ -265,7 +265,7 @@ function toolArguments(agent: CompiledAgent): string {
 function fieldTypes(): string {
   const schema = z.toJSONSchema(z.object(optionalFields).partial(), { io: "output" }) as { properties: Record<string, JsonSchema> };
   return Object.entries(schema.properties)
-    .map(([key, field]) => `${field.description ? `  /** ${field.description.replace(/\*\//g, "*\\/")} */\n` : ""}  readonly ${asciiJson(key)}?: ${tsType(field)};\n`)
+    .map(([key, field]) => `${field.description ? `  /** ${field.description.replace(/\*\//g, "*\\/")} */\n` : ""}  readonly ${asciiJson(key)}${Object.hasOwn(FIELD_DEFAULTS, key) ? "" : "?"}: ${tsType(field)};\n`)
     .join("");
 }
 

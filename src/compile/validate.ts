@@ -1,6 +1,7 @@
 import type { Finding } from "./diagnostics.js";
 import {
   agentWithoutFork,
+  FIELD_DEFAULTS,
   KNOWN_FIELD_NAMES,
   MAX_DESCRIPTION_LENGTH,
   MAX_NAME_LENGTH,
@@ -158,7 +159,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
         "field-invalid",
         field.keyAt,
         "`agent` only applies with `context: fork`; the value is kept under `extra` only",
-        "Add `context: fork` to run the skill as that agent, or remove `agent`.",
+        `Add \`context: fork\` to run the skill as that agent, or remove \`agent\` (or write the default, \`${FIELD_DEFAULTS.agent}\`).`,
       );
     } else if (result.success) {
       (fields as Record<string, unknown>)[key] = result.data;
@@ -167,6 +168,8 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
       report("field-invalid", field.valueAt, `\`${field.key}\` ${describeIssue(field.value, result.error.issues[0])}; the value is kept under \`extra\` only`, fieldHint(key, field.value));
     }
   }
+
+  for (const [key, value] of Object.entries(FIELD_DEFAULTS)) (fields as Record<string, unknown>)[key] ??= value;
 
   const bodyLines = parsed.body === "" ? 0 : countLines(parsed.body);
   if (bodyLines > MAX_BODY_LINES) {
