@@ -163,3 +163,55 @@ describe("7. seed 001's canonical frontmatter, and the defaults it implies", () 
     expect(manifest.skills.map((skill: { fields: unknown }) => skill.fields)).toEqual([{ ...defaults, model: "default" }, defaults]);
   });
 });
+
+describe("2 and 3. budgets", () => {
+  const long = (name: string) => `---\nname: ${name}\ndescription: ${`${name} does a careful job. `.repeat(20).trim()}\n---\n\nSteps for ${name} with $ARGUMENTS.\n`;
+  const skills = { "skills/alpha/SKILL.md": long("alpha"), "skills/beta/SKILL.md": long("beta"), "skills/gamma/SKILL.md": long("gamma") };
+  const agent = (budget?: unknown) => ({ main: { skills: [{ root: "skills" }], ...(budget === undefined ? {} : { budget }) } });
+
+  it("seed 001: a budget trims only the listing; a dropped skill is still found, rendered and user-invocable", async () => {
+    const { module, manifest, diagnostics } = await bake({ "skills.config.json": config(agent(1500)), ...skills });
+    const prompt = module!.getPrompt("main");
+    expect(prompt).toContain("<name>alpha</name>");
+    expect(prompt).not.toContain("<name>gamma</name>");
+    expect(diagnostics.find((diagnostic) => diagnostic.code === "budget-exceeded")?.message).toContain("gamma");
+    expect(module!.getSkill("main", "gamma").listed).toBe(false);
+    expect(module!.getSkill("main", "alpha").listed).toBe(true);
+    expect(module!.renderSkill("main", "gamma", "now")).toContain("Steps for gamma with now.");
+    expect(module!.listUserInvocable("main").map((skill) => skill.name)).toEqual(["alpha", "beta", "gamma"]);
+    // The model was not told of it: the tool does not offer it either.
+    expect(module!.skillTool("main")!.parameters.properties.skill.enum).not.toContain("gamma");
+    expect(manifest.agents.main.skills.map((skill: { name: string; listed: boolean }) => [skill.name, skill.listed])).toEqual([["alpha", true], ["beta", expect.any(Boolean)], ["gamma", false]]);
+    expect(manifest.agents.main.budget).toBe(1500);
+  });
+
+  it("seed 001: { contextWindow } is 2% of the window's tokens, at 4 characters a token", async () => {
+    const { manifest } = await bake({ "skills.config.json": config(agent({ contextWindow: 10_000 })), ...skills });
+    expect(manifest.agents.main.budget).toBe(800);
+    expect(manifest.agents.main.characters.catalogue).toBeLessThanOrEqual(800);
+  });
+
+  it("seed 004: SKILLS_PROMPT_CHAR_BUDGET sets the budget of agents that set none, and a change makes build --check stale", async () => {
+    const tree = { "skills.config.json": config({ ...agent(), own: { skills: [{ root: "skills" }], budget: 100_000 } }), ...skills };
+    const { dir, manifest, codes } = await bake(tree, [], { SKILLS_PROMPT_CHAR_BUDGET: "1500" });
+    expect(manifest.agents.main.budget).toBe(1500);
+    expect(manifest.agents.own.budget).toBe(100_000);
+    expect(codes).toContain("budget-exceeded");
+    const same = await runCli(["build", "--check"], { cwd: dir, env: { SKILLS_PROMPT_CHAR_BUDGET: "1500" } });
+    expect(same.code, same.stderr).toBe(0);
+    const changed = await runCli(["build", "--check"], { cwd: dir, env: { SKILLS_PROMPT_CHAR_BUDGET: "1400" } });
+    expect(changed.code).toBe(1);
+    expect(changed.stderr).toContain("manifest.json");
+    const unset = await runCli(["build", "--check"], { cwd: dir, env: { SKILLS_PROMPT_CHAR_BUDGET: undefined } });
+    expect(unset.code).toBe(1);
+    const bad = await runCli(["check"], { cwd: dir, env: { SKILLS_PROMPT_CHAR_BUDGET: "12k" } });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('SKILLS_PROMPT_CHAR_BUDGET (environment) is "12k"');
+  });
+
+  it("no budget applies without a setting", async () => {
+    const { manifest, codes } = await bake({ "skills.config.json": config(agent()), ...skills });
+    expect(manifest.agents.main.budget).toBeUndefined();
+    expect(codes).not.toContain("budget-exceeded");
+  });
+});

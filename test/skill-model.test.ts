@@ -253,16 +253,17 @@ describe("4. budgets", () => {
     const before = piCatalogue(["alpha", "bravo"].map((name) => entry("core", name)).concat(["charlie", "delta", "echo"].map((name) => entry("extra", name)))).length;
     expect(exceeded).toMatchObject({ severity: "warn", file: "skills.config.json" });
     expect(exceeded!.message).toBe(
-      `agent "main": the catalogue takes ${before} characters, over its budget of ${budget}; dropped the last 2 skills in prompt order, leaving ${fits}: delta (extra/delta/SKILL.md), echo (extra/echo/SKILL.md)`,
+      `agent "main": the catalogue takes ${before} characters, over its budget of ${budget}; dropped the last 2 skills in prompt order from it, leaving ${fits}: delta (extra/delta/SKILL.md), echo (extra/echo/SKILL.md)`,
     );
     expect(built.manifest.agents.main).toMatchObject({ budget, characters: { catalogue: fits } });
     expect(fits).toBeLessThanOrEqual(budget);
-    // Inline and hidden skills are not catalogue entries: they stay.
-    expect(names(built.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie"]);
+    // Dropped from the catalogue only: every skill stays the agent's, the dropped ones unlisted.
+    expect(names(built.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
+    expect(built.manifest.agents.main!.skills.filter((skill: { listed: boolean }) => skill.listed).map((skill: { name: string }) => skill.name)).toEqual(["alpha", "bravo", "charlie"]);
     const prompt = await built.prompt("main");
     expect(prompt.startsWith(piCatalogue([entry("core", "alpha"), entry("core", "bravo"), entry("extra", "charlie")]))).toBe(true);
     expect(prompt).toContain('<skill name="zulu"');
-    expect(names(built.module.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie"]);
+    expect(names(built.module.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
     expect(built.module.skillTool("main")!.parameters.properties.skill.enum).toEqual(["alpha", "bravo", "zulu", "charlie"]);
   });
 
@@ -272,7 +273,7 @@ describe("4. budgets", () => {
     expect(names(roomy.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
     const exact = await build(tree, config(fits));
     expect(exact.manifest.agents.main!.characters.catalogue).toBe(fits);
-    expect(names(exact.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie"]);
+    expect(names(exact.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
     const list = await runCli(["list", "--format", "json"], { cwd: exact.dir });
     expect(JSON.parse(list.stdout).agents[0]).toMatchObject({ id: "main", catalogueCharacters: fits, budget: { limit: fits, dropped: ["delta", "echo"] } });
     const pretty = await runCli(["list"], { cwd: exact.dir });
@@ -289,7 +290,7 @@ describe("4. budgets with a function format", () => {
       `export default { agents: { fn: { budget: ${"alpha,bravo".length}, context: ["context.md"], skills: [{ root: "skills" }], format: ${format} } } };\n`,
     );
     expect(codes(built, "budget-exceeded").map((d) => d.message)).toEqual([
-      `agent "fn": the catalogue takes ${"alpha,bravo,charlie".length} characters, over its budget of 11; dropped the last skill in prompt order, leaving 11: charlie (skills/charlie/SKILL.md)`,
+      `agent "fn": the catalogue takes ${"alpha,bravo,charlie".length} characters, over its budget of 11; dropped the last skill in prompt order from it, leaving 11: charlie (skills/charlie/SKILL.md)`,
     ]);
     expect(await built.prompt("fn")).toBe("Context.|alpha,bravo");
     expect(built.manifest.agents.fn!.characters).toEqual({ prompt: "Context.|alpha,bravo".length, catalogue: "alpha,bravo".length });

@@ -29,6 +29,9 @@ const manifestAgent = z.strictObject({
         mode: skillMode,
         source: z.number().int().nonnegative().describe("Index of the source in the agent's `skills` config."),
         file: z.string().describe("The skill's SKILL.md, as in `skills[].file`."),
+        listed: z
+          .boolean()
+          .describe("Whether the agent's catalogue lists it: false for an inline skill, a disable-model-invocation one, or one the budget dropped (still invoked by name)."),
         location: z.string().optional().describe("Where this agent's prompt says the file is, when not `skills[].location` (per-agent staging)."),
         baseDir: z.string().optional().describe("The folder of this agent's `location`, when it has its own."),
         staged: z.string().optional().describe("This agent's own staged copy of the skill folder, agents/<id>/skills/<name>."),
@@ -36,7 +39,7 @@ const manifestAgent = z.strictObject({
     )
     .describe("The skills the agent sees, in prompt order."),
   description: z.string().optional().describe("The agent's `description` from the config."),
-  budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take."),
+  budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take (its own `budget`, or SKILLS_PROMPT_CHAR_BUDGET's)."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
   tool: z
     .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })

@@ -44,7 +44,7 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
       format: agent.format,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       prompt: agent.prompt,
-      modelInvocable: [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name))],
+      modelInvocable: modelInvocable(agent),
       ...(agent.tool ? { tool: agent.tool } : {}),
     };
     for (const skill of agent.skills) if (!unique.has(skill.file)) unique.set(skill.file, skill);
@@ -55,7 +55,7 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
   for (const agent of agents) {
     skillsByAgent[agent.id] = agent.skills.map((skill) => {
       const { location, baseDir } = placedElsewhere(skill, unique.get(skill.file)!);
-      return { file: fileIndex.get(skill.file)!, mode: skill.mode, source: skill.source, ...(location === undefined ? {} : { baseDir, location }) };
+      return { file: fileIndex.get(skill.file)!, listed: skill.listed, mode: skill.mode, source: skill.source, ...(location === undefined ? {} : { baseDir, location }) };
     });
   }
   // The skills sit in a function that runs on the first lookup (see createRuntime): until then the engine only
@@ -79,6 +79,14 @@ export function placedElsewhere(skill: AgentSkill, shared: AgentSkill): { locati
   return { baseDir: skill.baseDir, location: skill.location, ...(skill.staged ? { staged: skill.staged } : {}) };
 }
 
+/**
+ * The names the skill tool offers the model, unique, in prompt order: its inline skills and its catalogue's, not
+ * `disable-model-invocation` ones nor those the budget dropped from the catalogue (the model was not told of them).
+ */
+function modelInvocable(agent: CompiledAgent): string[] {
+  return [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true && (skill.mode === "inline" || skill.listed)).map((skill) => skill.name))];
+}
+
 function skillFile(skill: AgentSkill): SkillTable["files"][number] {
   const { name, description, file, location, baseDir, hash, fields, extra } = skill;
   // Keys in sorted order, as the literal has them: written without a sorted copy.
@@ -97,7 +105,6 @@ function asciiJson(value: unknown): string {
 function moduleDts(agents: readonly CompiledAgent[]): string {
   const union = (names: Iterable<string>) => [...new Set(names)].map(asciiJson).join(" | ") || "never";
   const perAgent = (type: (agent: CompiledAgent) => string) => agents.map((agent) => `  ${asciiJson(agent.id)}: ${type(agent)};\n`).join("");
-  const modelInvocable = (agent: CompiledAgent) => agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name);
   return `export type AgentId = ${union(agents.map((agent) => agent.id))};
 
 /** Each agent's skill names. */
@@ -131,6 +138,8 @@ export interface SkillEntry<N extends string = string> {
   /** The folder of \`location\`: the skill's references are relative to it. */
   readonly baseDir: string;
   readonly mode: SkillMode;
+  /** Whether the agent's catalogue lists it: false for an inline skill, a \`disable-model-invocation\` one, or one the budget dropped (still found by name). */
+  readonly listed: boolean;
   /** Index of the source in the agent's \`skills\` config. */
   readonly source: number;
   readonly fields: SkillFields;

@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { glob } from "tinyglobby";
-import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
+import { BUDGET_VARIABLE, budgetCharacters, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
@@ -37,6 +37,11 @@ export interface AgentSkill {
   sourceDir: string;
   /** With `stage`: the copy's folder inside the bundle, `skills/<name>` (`agents/<id>/skills/<name>` per agent). */
   staged?: string;
+  /**
+   * Whether the agent's catalogue lists the skill: available, model-invocable and not dropped by the budget. An
+   * inline skill, a `disable-model-invocation` one or one the budget dropped is the agent's all the same.
+   */
+  listed: boolean;
 }
 
 export interface CompiledAgent {
@@ -50,7 +55,7 @@ export interface CompiledAgent {
   prompt: string;
   /** Characters of the catalogue of available skills: what `budget` limits. */
   catalogueCharacters: number;
-  /** The agent's budget and the skills it dropped, in prompt order. */
+  /** The agent's budget in characters (its own, or `SKILLS_PROMPT_CHAR_BUDGET`'s) and the skills it dropped from the catalogue, in prompt order. */
   budget?: { limit: number; dropped: { name: string; file: string }[] };
   /** The agent's `tool` setting, its name defaulting to the style's. */
   tool?: { style: ToolStyle; name: string };
@@ -165,6 +170,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
         files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
         sourceDir: dirname(skill.file),
         ...(staged ? { staged } : {}),
+        listed: false, // settled below, once the budget is applied
       };
     });
     const context = contexts[index]!;
@@ -174,30 +180,34 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       typeof format === "string"
         ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)).length, prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
         : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
-    let skills = all;
+    // A budget drops skills from the catalogue only: they stay the agent's, found by name (seed 001).
+    let listed = all;
     let budget: CompiledAgent["budget"];
-    if (agent.budget !== undefined) {
-      const { kept, dropped, before, after } = applyBudget(all, agent.budget, render.catalogue);
-      skills = kept;
-      budget = { limit: agent.budget, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
+    const limit = budgetCharacters(agent.budget, loaded.environmentBudget);
+    if (limit !== undefined) {
+      const { kept, dropped, before, after } = applyBudget(all, limit, render.catalogue);
+      listed = kept;
+      budget = { limit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
       if (dropped.length > 0) {
+        const setting = agent.budget === undefined ? ` (${BUDGET_VARIABLE})` : typeof agent.budget === "number" ? "" : ` (2% of a ${agent.budget.contextWindow}-token context window)`;
         findings.push({
           code: "budget-exceeded",
           file: configFile,
           message:
-            `agent "${id}": the catalogue takes ${before} characters, over its budget of ${agent.budget}; ` +
-            `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order, leaving ${after}: ` +
+            `agent "${id}": the catalogue takes ${before} characters, over its budget of ${limit}${setting}; ` +
+            `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order from it, leaving ${after}: ` +
             dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
-          hint: "Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
+          hint: "Dropped skills are still invoked by name. Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
         });
       }
     }
-    const { prompt, catalogueCharacters } = render.prompt(skills, context.text);
+    for (const skill of listed) skill.listed = skill.mode === "available" && !isHidden(skill);
+    const { prompt, catalogueCharacters } = render.prompt(listed, context.text);
     return {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       format: typeof format === "string" ? format : "function",
-      skills,
+      skills: all,
       context,
       prompt,
       catalogueCharacters,

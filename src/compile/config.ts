@@ -39,8 +39,17 @@ const agentSchema = z.strictObject({
   /** Omitted or []: an agent of context files only (seed 002's chat agent). */
   skills: z.array(sourceSchema).default([]),
   format: formatSchema.optional(),
-  /** Characters the catalogue of available skills may take; later skills are dropped past it. */
-  budget: z.number().int().positive("a budget is a positive number of characters").optional(),
+  /** What the catalogue of available skills may take; later skills are dropped from it past that. */
+  budget: z
+    .union(
+      [
+        z.number().int().positive("a budget is a positive number of characters"),
+        /** Seed 001: 2% of the model's context window (in tokens), counted in characters at 4 a token. */
+        z.strictObject({ contextWindow: z.number().int().positive("a context window is a positive number of tokens") }),
+      ],
+      { error: "expected a number of characters or { contextWindow: tokens }" },
+    )
+    .optional(),
   /** One name from several sources: keep every copy and warn (the default), or only the first or last source's; "last" also makes the last of one name in one root win. */
   duplicates: z.enum(["keep-all", "first", "last"]).optional(),
   /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
@@ -141,7 +150,31 @@ export interface LoadedConfig {
   config: ResolvedConfig;
   /** Local files the config imports (with the config itself), for watch mode. */
   inputs: string[];
+  /** `SKILLS_PROMPT_CHAR_BUDGET` as the config was loaded: the budget, in characters, of every agent that sets none. */
+  environmentBudget?: number;
 }
+
+/** Seed 004's setting: the character budget of every agent whose config sets none. */
+export const BUDGET_VARIABLE = "SKILLS_PROMPT_CHAR_BUDGET";
+
+/** `SKILLS_PROMPT_CHAR_BUDGET`, when set: a positive whole number, or the run stops as for a bad config. */
+function environmentBudget(file: string): number | undefined {
+  const text = process.env[BUDGET_VARIABLE];
+  if (text === undefined || text.trim() === "") return undefined;
+  if (!/^\s*[1-9][0-9]{0,15}\s*$/.test(text)) {
+    throw new ConfigError(file, `${BUDGET_VARIABLE} (environment) is ${JSON.stringify(text.slice(0, 40))}${text.length > 40 ? "…" : ""}: expected a positive whole number of characters`);
+  }
+  return Number(text);
+}
+
+/** The characters an agent's catalogue may take: its own `budget`, else the environment's; undefined for no limit. */
+export function budgetCharacters(budget: AgentConfig["budget"], fromEnvironment: number | undefined): number | undefined {
+  if (budget === undefined) return fromEnvironment;
+  return typeof budget === "number" ? budget : Math.floor(budget.contextWindow * 0.02 * CHARACTERS_PER_TOKEN);
+}
+
+/** The estimate `{ contextWindow }` counts with, as `skills diff` does. */
+const CHARACTERS_PER_TOKEN = 4;
 
 /** A config that cannot be found, loaded or validated: the CLI exits 2 with this message. */
 export class ConfigError extends Error {
@@ -178,7 +211,8 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
     }
     throw new ConfigError(file, formatIssues(parsed.error.issues));
   }
-  return { file, dir: dirname(file), config: parsed.data, inputs };
+  const budget = environmentBudget(file);
+  return { file, dir: dirname(file), config: parsed.data, inputs, ...(budget === undefined ? {} : { environmentBudget: budget }) };
 }
 
 interface ImportedConfig {

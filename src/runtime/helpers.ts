@@ -37,6 +37,8 @@ export interface SkillFile {
 /** A skill as one agent sees it. */
 export interface SkillEntry extends SkillFile {
   mode: SkillMode;
+  /** Whether the agent's catalogue lists it: false for an inline skill, a `disable-model-invocation` one, or one the budget dropped. */
+  listed: boolean;
   /** Index of the source in the agent's `skills` list. */
   source: number;
   /** Totals of `files`, and per top-level folder: the manifest's `structure`. */
@@ -85,7 +87,7 @@ export interface AgentData {
   /** The agent's `description` from the config. */
   description?: string;
   prompt: string;
-  /** Skill names the model may invoke (no `disable-model-invocation: true`), unique, in prompt order. */
+  /** Skill names the model may invoke (no `disable-model-invocation: true`, not dropped by the budget), unique, in prompt order. */
   modelInvocable: string[];
   /** The agent's skill tool when not the default `use_skill` one: its style and the name the model calls it by. */
   tool?: { style: ToolStyle; name: string };
@@ -96,7 +98,7 @@ export interface SkillTable {
   files: Omit<SkillFile, "body">[];
   bodies: string[];
   /** `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging). */
-  agents: Record<string, { file: number; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
+  agents: Record<string, { file: number; listed: boolean; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
 }
 
 export interface Agent {
@@ -149,10 +151,10 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
       table = new Map();
       for (const id of ids) {
         const entries = deepFreeze(
-          agents[id]!.map(({ file, mode, source, location, baseDir }) => {
+          agents[id]!.map(({ file, listed, mode, source, location, baseDir }) => {
             const shared = files[file]!;
             const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
-            return { ...shared, ...elsewhere, body: bodies[file]!, mode, source, structure: summarizeStructure(shared.files) };
+            return { ...shared, ...elsewhere, body: bodies[file]!, mode, listed, source, structure: summarizeStructure(shared.files) };
           }),
         );
         const byName = new Map<string, SkillEntry>();

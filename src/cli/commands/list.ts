@@ -101,7 +101,7 @@ function formatAgent(agent: AgentListing): string {
   const budget = agent.budget === undefined ? "" : ` (${Math.round((agent.catalogueCharacters * 100) / agent.budget.limit)}% of its ${agent.budget.limit} budget)`;
   const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${budget}, prompt ${agent.promptCharacters} characters`;
   // A name (which may be its folder's) and a root may hold control or bidi characters: shown escaped.
-  const dropped = agent.budget?.dropped.length ? [`  left out by the budget: ${agent.budget.dropped.map((name) => escapeInvisible(name)).join(", ")}`] : [];
+  const dropped = agent.budget?.dropped.length ? [`  left out of the catalogue by the budget (still invoked by name): ${agent.budget.dropped.map((name) => escapeInvisible(name)).join(", ")}`] : [];
   if (agent.skills.length === 0) return [heading, "  (no skills)", ...dropped].join("\n");
   const rows = [
     ["name", "mode", "source", "description", "flags"],
