@@ -10,6 +10,7 @@ interface Entry {
   name: string;
   description: string;
   mode: string;
+  listed: boolean;
   fields: Record<string, unknown>;
 }
 interface BundleModule {

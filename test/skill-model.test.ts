@@ -33,7 +33,7 @@ interface BundleModule {
   skillTool(agent: string): { parameters: { properties: { skill: { enum: string[] } } } } | null;
 }
 interface Manifest {
-  agents: Record<string, { format: string; description?: string; budget?: number; context?: string[]; characters: { prompt: number; catalogue: number }; skills: { name: string; file: string; mode: string; source: number }[] }>;
+  agents: Record<string, { format: string; description?: string; budget?: number; context?: string[]; characters: { prompt: number; catalogue: number }; skills: { name: string; file: string; mode: string; source: number; listed: boolean }[] }>;
   skills: (Entry & { files: { path: string; size: number; sha256: string }[]; structure: unknown; staged?: string })[];
   diagnostics: { code: string; severity: string; message: string; file?: string; line?: number; column?: number }[];
 }
@@ -259,7 +259,7 @@ describe("4. budgets", () => {
     expect(fits).toBeLessThanOrEqual(budget);
     // Dropped from the catalogue only: every skill stays the agent's, the dropped ones unlisted.
     expect(names(built.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
-    expect(built.manifest.agents.main!.skills.filter((skill: { listed: boolean }) => skill.listed).map((skill: { name: string }) => skill.name)).toEqual(["alpha", "bravo", "charlie"]);
+    expect(names(built.manifest.agents.main!.skills.filter((skill) => skill.listed))).toEqual(["alpha", "bravo", "charlie"]);
     const prompt = await built.prompt("main");
     expect(prompt.startsWith(piCatalogue([entry("core", "alpha"), entry("core", "bravo"), entry("extra", "charlie")]))).toBe(true);
     expect(prompt).toContain('<skill name="zulu"');
