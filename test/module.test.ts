@@ -188,7 +188,7 @@ console.log(JSON.stringify({
 
     it("renders the agent's format: markdown", async () => {
       const index = await load("index.js");
-      expect(index.renderSkill("chat", "review", "now")).toBe(`Base directory for this skill: ${join(dir, "skills/review")}\n\nReview the change.\n\nARGUMENTS: now`);
+      expect(index.renderSkill("chat", "review", "now")).toBe(`[Skill: review]\nBase directory for this skill: ${join(dir, "skills/review")}\n\nReview the change.\n\nARGUMENTS: now`);
     });
   });
 

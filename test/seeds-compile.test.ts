@@ -216,3 +216,65 @@ describe("2 and 3. budgets", () => {
     expect(codes).not.toContain("budget-exceeded");
   });
 });
+
+describe("5. invoke: \"tool\", and inline skills named in every format", () => {
+  const tree = (agent: Record<string, unknown>) => ({
+    "skills.config.json": config({ main: { skills: [{ root: "skills", inline: ["house-*"], available: ["*", "!house-*"] }], ...agent } }),
+    "skills/code-review/SKILL.md": "---\nname: code-review\ndescription: Reviews a pull request.\n---\n\nReview $ARGUMENTS.\n",
+    "skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploys the app.\n---\n\nDeploy.\n",
+    "skills/house-style/SKILL.md": "---\nname: house-style\ndescription: Our style.\n---\n\nWrite plainly.\n",
+    "skills/house-tests/SKILL.md": "---\nname: house-tests\ndescription: Our tests.\n---\n\nTest everything.\n",
+  });
+
+  it("markdown: seed 001's listing word for word, and each inline skill led by its name", async () => {
+    const { module } = await bake(tree({ format: "markdown", invoke: "tool" }));
+    expect(module!.getPrompt("main")).toBe(
+      [
+        "Available skills:\n- code-review: Reviews a pull request.\n- deploy: Deploys the app.\n\nUse the use_skill tool to invoke a skill when relevant.",
+        "[Skill: house-style]\nBase directory for this skill: skills/house-style\n\nWrite plainly.",
+        "[Skill: house-tests]\nBase directory for this skill: skills/house-tests\n\nTest everything.",
+      ].join("\n\n"),
+    );
+  });
+
+  it("pi: the tool replaces the read instruction and the file locations; inline blocks are unchanged", async () => {
+    const read = await bake(tree({}));
+    const tool = await bake(tree({ invoke: "tool" }));
+    const prompt = tool.module!.getPrompt("main");
+    expect(prompt).toContain("Use the use_skill tool to load a skill when the task matches its description.\n\n<available_skills>");
+    expect(prompt).not.toContain("<location>");
+    expect(prompt).not.toContain("read tool");
+    const blocks = (text: string) => text.slice(text.indexOf('<skill name="house-style"'));
+    expect(blocks(prompt)).toBe(blocks(read.module!.getPrompt("main")));
+  });
+});
+
+describe('6. catalogue: "tool"', () => {
+  // Seed 004 (as Claude Code): the skills are listed in the skill tool's description, not in the system prompt.
+  const tree = (agent: Record<string, unknown>) => ({
+    "skills.config.json": config({ main: { skills: [{ root: "skills" }], context: ["AGENTS.md"], ...agent } }),
+    "AGENTS.md": "Be brief.\n",
+    "skills/code-review/SKILL.md": "---\nname: code-review\ndescription: Reviews a pull request.\n---\n\nReview.\n",
+  });
+
+  it("moves the catalogue from the prompt into the tool's description", async () => {
+    const { module, manifest } = await bake(tree({ format: "markdown", invoke: "tool", catalogue: "tool" }));
+    expect(module!.getPrompt("main")).toBe("Be brief.");
+    const tool = module!.skillTool("main")!;
+    expect(tool.description).toBe(
+      "Load the full instructions of one of your skills. Call it when the task matches a skill's description, then follow the instructions it returns.\n\n" +
+        "Available skills:\n- code-review: Reviews a pull request.\n\nUse the use_skill tool to invoke a skill when relevant.",
+    );
+    expect(tool.parameters.properties.skill.enum).toEqual(["code-review"]);
+    expect(manifest.agents.main.toolDescription).toBe(tool.description);
+    expect(manifest.agents.main.characters.catalogue).toBeGreaterThan(0);
+  });
+
+  it("needs invoke: \"tool\"", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, tree({ catalogue: "tool" }));
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('agents.main.invoke: catalogue: "tool" lists the skills in the skill tool');
+  });
+});

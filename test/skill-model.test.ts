@@ -306,10 +306,10 @@ describe("5. formats", () => {
 
   it("markdown: a list of available skills, then each inline block with its base directory", async () => {
     const built = await build(tree, { format: "markdown", location: "relative", agents: { main: { skills: [{ root: "skills", available: ["*", "!zulu"], inline: ["zulu"] }] } } });
-    const expected = "Available skills:\n- alpha: Does alpha. (file: skills/alpha/SKILL.md)\n\nBase directory for this skill: skills/zulu\n\nZulu body with $ARGUMENTS.";
+    const expected = "Available skills:\n- alpha: Does alpha. (file: skills/alpha/SKILL.md)\n\n[Skill: zulu]\nBase directory for this skill: skills/zulu\n\nZulu body with $ARGUMENTS.";
     expect(await built.prompt("main")).toBe(expected);
     expect(built.module.getPrompt("main")).toBe(expected);
-    expect(built.module.renderSkill("main", "zulu", "x y")).toBe("Base directory for this skill: skills/zulu\n\nZulu body with x y.");
+    expect(built.module.renderSkill("main", "zulu", "x y")).toBe("[Skill: zulu]\nBase directory for this skill: skills/zulu\n\nZulu body with x y.");
   });
 
   const functionConfig = (format: string) => `import { defineConfig } from "skillbake";

@@ -56,6 +56,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, listed: skill.listed, ...placedElsewhere(skill, skills.get(skill.file)!) })),
       ...(agent.description === undefined ? {} : { description: agent.description }),
+      ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       ...(agent.budget ? { budget: agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
       ...(agent.tool ? { tool: agent.tool } : {}),

@@ -39,6 +39,7 @@ const manifestAgent = z.strictObject({
     )
     .describe("The skills the agent sees, in prompt order."),
   description: z.string().optional().describe("The agent's `description` from the config."),
+  toolDescription: z.string().optional().describe('With `catalogue: "tool"`: the skill tool\'s description, which holds the catalogue instead of the prompt.'),
   budget: z.number().int().positive().optional().describe("The agent's budget: characters its catalogue may take (its own `budget`, or SKILLS_PROMPT_CHAR_BUDGET's)."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
   tool: z

@@ -44,6 +44,7 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
       format: agent.format,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       prompt: agent.prompt,
+      ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       modelInvocable: modelInvocable(agent),
       ...(agent.tool ? { tool: agent.tool } : {}),
     };

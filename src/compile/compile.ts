@@ -9,11 +9,11 @@ import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { parseSkillFile } from "./parse.js";
-import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
+import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { suggestName, validateSkill } from "./validate.js";
-import type { ToolStyle } from "../runtime/helpers.js";
+import { DEFAULT_TOOL, type ToolStyle } from "../runtime/helpers.js";
 
 /** One skill as one agent sees it. */
 export interface AgentSkill {
@@ -53,6 +53,8 @@ export interface CompiledAgent {
   /** The agent's `context` files (relative to the config folder, in path order) and their joined text. */
   context: { files: { file: string; hash: string }[]; text: string };
   prompt: string;
+  /** With `catalogue: "tool"`: the skill tool's description, which holds the catalogue instead of the prompt. */
+  toolDescription?: string;
   /** Characters of the catalogue of available skills: what `budget` limits. */
   catalogueCharacters: number;
   /** The agent's budget in characters (its own, or `SKILLS_PROMPT_CHAR_BUDGET`'s) and the skills it dropped from the catalogue, in prompt order. */
@@ -176,9 +178,20 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const context = contexts[index]!;
     const format = agent.format ?? config.format;
     const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => ({ ...skill, hidden: isHidden(skill) }));
-    const render: { catalogue(skills: readonly AgentSkill[]): number; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
+    const tool = agent.tool && { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style };
+    const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: agent.catalogue ?? "prompt", tool: tool ?? DEFAULT_TOOL };
+    if (typeof format !== "string" && agent.catalogue === "tool") {
+      throw new ConfigError(loaded.file, `agents.${id}.catalogue: "tool" needs a named format ("pi" or "markdown") to write the catalogue: a format function writes the whole prompt`);
+    }
+    const render: {
+      catalogue(skills: readonly AgentSkill[]): number;
+      prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number; toolDescription?: string };
+    } =
       typeof format === "string"
-        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)).length, prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
+        ? {
+            catalogue: (skills) => renderCatalogue(format, promptSkills(skills), invocation).length,
+            prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text, invocation),
+          }
         : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
     // A budget drops skills from the catalogue only: they stay the agent's, found by name (seed 001).
     let listed = all;
@@ -202,7 +215,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       }
     }
     for (const skill of listed) skill.listed = skill.mode === "available" && !isHidden(skill);
-    const { prompt, catalogueCharacters } = render.prompt(listed, context.text);
+    const { prompt, catalogueCharacters, toolDescription } = render.prompt(listed, context.text);
     return {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
@@ -210,9 +223,10 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       skills: all,
       context,
       prompt,
+      ...(toolDescription === undefined ? {} : { toolDescription }),
       catalogueCharacters,
       ...(budget ? { budget } : {}),
-      ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
+      ...(tool ? { tool } : {}),
     };
   });
 

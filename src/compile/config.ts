@@ -65,6 +65,13 @@ const agentSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a tool name is 1 to 64 letters, digits, _ or -").optional(),
     })
     .optional(),
+  /** How the model invokes a skill: "read" (omitted) its file, as in Pi; "tool": it calls the skill tool (seed 001). */
+  invoke: z.enum(["read", "tool"]).optional(),
+  /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description (seed 004, Claude Code). */
+  catalogue: z.enum(["prompt", "tool"]).optional(),
+}).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
+  message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
+  path: ["invoke"],
 });
 
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
