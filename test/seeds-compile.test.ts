@@ -237,6 +237,11 @@ describe("5. invoke: \"tool\", and inline skills named in every format", () => {
     );
   });
 
+  it("the catalogue names the agent's own tool (seed 002's read_skill)", async () => {
+    const { module } = await bake(tree({ format: "markdown", invoke: "tool", tool: { style: "read_skill" } }));
+    expect(module!.getPrompt("main")).toContain("- deploy: Deploys the app.\n\nUse the read_skill tool to invoke a skill when relevant.");
+  });
+
   it("pi: the tool replaces the read instruction and the file locations; inline blocks are unchanged", async () => {
     const read = await bake(tree({}));
     const tool = await bake(tree({ invoke: "tool" }));
