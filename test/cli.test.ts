@@ -92,7 +92,7 @@ describe("skills build", () => {
     const prompt = await readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8");
     expect(prompt).toContain("<location>skills/alpha/SKILL.md</location>");
     const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
-    expect(manifest.agents.main.skills).toEqual([{ name: "alpha", mode: "available", source: 0, file: "skills/alpha/SKILL.md" }]);
+    expect(manifest.agents.main.skills).toEqual([{ name: "alpha", mode: "available", source: 0, file: "skills/alpha/SKILL.md", listed: true }]);
   });
 
   it("writes nothing on an error, and the previous bundle stays as it was", async () => {

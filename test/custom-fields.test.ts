@@ -9,6 +9,9 @@ import { z } from "zod";
 import { loadConfig } from "../src/compile/config.js";
 import { REPO, runCli, tempDir, writeTree } from "./helpers.js";
 
+/** What every skill's fields carry unwritten (seed 001's defaults), beside the config's own fields. */
+const BUILT_IN_DEFAULTS = { context: "inline", agent: "general", "user-invocable": true, "disable-model-invocation": false };
+
 const Ajv = AjvModule.default ?? AjvModule;
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const TSC = join(REPO, "node_modules/typescript/bin/tsc");
@@ -111,8 +114,8 @@ describe("custom frontmatter fields (the config's `frontmatter` schema)", () => 
     expect(build.code, build.stderr).toBe(0);
     const skills = (await manifestOf(dir)).skills;
     expect(skills.map((skill: { fields: unknown; extra: unknown }) => [skill.fields, skill.extra])).toEqual([
-      [{ owner: "platform", tier: "gold", deploy: { region: "eu-west-1", replicas: 3 }, reviewers: ["ana", "bo"] }, { "team-note": "kept as it is" }],
-      [{ owner: "qa", tier: "silver", deploy: { region: "us-east-1" } }, {}],
+      [{ ...BUILT_IN_DEFAULTS, owner: "platform", tier: "gold", deploy: { region: "eu-west-1", replicas: 3 }, reviewers: ["ana", "bo"] }, { "team-note": "kept as it is" }],
+      [{ ...BUILT_IN_DEFAULTS, owner: "qa", tier: "silver", deploy: { region: "us-east-1" } }, {}],
     ]);
     const { agents } = await import(join(dir, "dist/skills/index.js"));
     expect(agents.coding.skills[1].fields).toMatchObject({ owner: "qa", tier: "silver" });
@@ -179,7 +182,7 @@ describe("custom frontmatter fields (the config's `frontmatter` schema)", () => 
     const dir = await installed({});
     const build = await runCli(["build", "--config", "skills.config.mjs"], { cwd: dir });
     expect(build.code, build.stderr).toBe(0);
-    expect((await manifestOf(dir)).skills[1].fields).toEqual({ owner: "qa", tier: "silver", deploy: { region: "us-east-1" } });
+    expect((await manifestOf(dir)).skills[1].fields).toEqual({ ...BUILT_IN_DEFAULTS, owner: "qa", tier: "silver", deploy: { region: "us-east-1" } });
     const broken = await runCli(["check", "--config", "skills.config.mjs"], { cwd: await installed({ "skills/broken/SKILL.md": BROKEN }) });
     expect(broken.code).toBe(1);
     expect(broken.stderr).toContain('`tier` is the text "platinum", not one of "gold", "silver"');

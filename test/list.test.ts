@@ -70,12 +70,12 @@ describe("skills list", () => {
     const json = JSON.parse((await runCli(["list", "--format", "json"], { cwd: dir })).stdout);
     const [small, roomy] = json.agents;
     expect(small.budget).toEqual({ limit: 600, unit: "characters", dropped: ["beta"] });
-    expect(small.skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha"]);
+    expect(small.skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha", "beta"]);
     expect(small.catalogueCharacters).toBeLessThanOrEqual(600);
     expect(roomy.budget).toEqual({ limit: 2000, unit: "characters", dropped: [] });
     const percent = (agent: { catalogueCharacters: number; budget: { limit: number } }) => Math.round((agent.catalogueCharacters * 100) / agent.budget.limit);
-    expect(run.stdout).toContain(`small: 1 skill, catalogue ${small.catalogueCharacters} characters (${percent(small)}% of its 600 budget)`);
-    expect(run.stdout).toContain("  left out by the budget: beta\n");
+    expect(run.stdout).toContain(`small: 2 skills, catalogue ${small.catalogueCharacters} characters (${percent(small)}% of its 600 budget)`);
+    expect(run.stdout).toContain("  left out of the catalogue by the budget (still invoked by name): beta\n");
     expect(run.stdout).toContain(`roomy: 2 skills, catalogue ${roomy.catalogueCharacters} characters (${percent(roomy)}% of its 2000 budget)`);
     expect(run.stderr).toBe("0 errors, 1 warning; run `skills check` for details.\n");
   });
@@ -100,10 +100,11 @@ describe("skills list", () => {
     const run = await runCli(["list"], { cwd: dir });
     expect(run.code).toBe(0);
     expect(run.stdout.split("\n")).toEqual([
-      "main: 1 skill, catalogue 527 characters (88% of its 600 budget), prompt 527 characters",
+      "main: 2 skills, catalogue 527 characters (88% of its 600 budget), prompt 527 characters",
       "  name                    mode       source            description  flags",
       "  new\\nline\\x1b[2K\\u202e  available  team\\u202eskills  17 chars",
-      "  left out by the budget: x\\u202ey",
+      "  x\\u202ey                available  team\\u202eskills  7 chars",
+      "  left out of the catalogue by the budget (still invoked by name): x\\u202ey",
       "",
     ]);
     expect(run.stderr).toBe("0 errors, 4 warnings; run `skills check` for details.\n");

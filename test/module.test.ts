@@ -142,8 +142,8 @@ console.log(JSON.stringify({
     const notes = index.getSkill("coding", "notes");
     const shared = ["name", "description", "file", "location", "baseDir", "hash", "fields", "extra", "body"];
     const files = fromManifest.files.map(({ path, size }: { path: string; size: number }) => ({ path, size }));
-    expect(notes).toEqual({ ...Object.fromEntries(shared.map((key) => [key, fromManifest[key]])), files, structure: fromManifest.structure, mode: "available", source: 0 });
-    expect(notes.fields).toEqual({ "allowed-tools": ["Read", "Grep"], tags: ["a", "b"], "user-invocable": false });
+    expect(notes).toEqual({ ...Object.fromEntries(shared.map((key) => [key, fromManifest[key]])), files, structure: fromManifest.structure, mode: "available", listed: true, source: 0 });
+    expect(notes.fields).toEqual({ "allowed-tools": ["Read", "Grep"], tags: ["a", "b"], "user-invocable": false, context: "inline", agent: "general", "disable-model-invocation": false });
     expect(notes.extra).toEqual({ owner: { team: "docs", since: 2024 } });
     expect(notes.location).toBe(join(dir, "skills/notes/SKILL.md"));
     expect(notes.baseDir).toBe(join(dir, "skills/notes"));
@@ -188,7 +188,7 @@ console.log(JSON.stringify({
 
     it("renders the agent's format: markdown", async () => {
       const index = await load("index.js");
-      expect(index.renderSkill("chat", "review", "now")).toBe(`Base directory for this skill: ${join(dir, "skills/review")}\n\nReview the change.\n\nARGUMENTS: now`);
+      expect(index.renderSkill("chat", "review", "now")).toBe(`[Skill: review]\nBase directory for this skill: ${join(dir, "skills/review")}\n\nReview the change.\n\nARGUMENTS: now`);
     });
   });
 

@@ -42,8 +42,8 @@ describe("renderPrompt", () => {
     expect(prompt).toContain('<skill name="x&quot;y" location="a&amp;b/SKILL.md">\nReferences are relative to a&amp;b.');
   });
 
-  it("markdown: a list, then inline blocks led by their base directory; line breaks cannot start a new item", () => {
+  it("markdown: a list, then inline blocks led by their name and base directory; line breaks cannot start a new item", () => {
     const { prompt } = renderPrompt("markdown", [skill({ description: "Line one\n- forged: item" }), skill({ name: "git", mode: "inline", baseDir: "skills/git", body: "# Git" })]);
-    expect(prompt).toBe("Available skills:\n- pdf: Line one - forged: item (file: skills/pdf/SKILL.md)\n\nBase directory for this skill: skills/git\n\n# Git");
+    expect(prompt).toBe("Available skills:\n- pdf: Line one - forged: item (file: skills/pdf/SKILL.md)\n\n[Skill: git]\nBase directory for this skill: skills/git\n\n# Git");
   });
 });

@@ -86,9 +86,9 @@ describe("createRuntime", () => {
     () =>
       tableOf([file("a"), file("b", { fields: { "disable-model-invocation": true, "user-invocable": false } }), file("a", { file: "other/a/SKILL.md", body: "# second a" })], {
         main: [
-          { file: 0, mode: "available", source: 0 },
-          { file: 1, mode: "inline", source: 0 },
-          { file: 2, mode: "available", source: 1 },
+          { file: 0, listed: true, mode: "available", source: 0 },
+          { file: 1, listed: false, mode: "inline", source: 0 },
+          { file: 2, listed: true, mode: "available", source: 1 },
         ],
         quiet: [],
       }),
@@ -120,7 +120,7 @@ describe("createRuntime", () => {
     const big = createRuntime({ big: { format: "pi", prompt: "", modelInvocable: names } }, () =>
       tableOf(
         names.map((name) => file(name)),
-        { big: names.map((_, index) => ({ file: index, mode: "available" as const, source: 0 })) },
+        { big: names.map((_, index) => ({ file: index, listed: true, mode: "available" as const, source: 0 })) },
       ),
     );
     expect(() => big.getSkill("big", "x")).toThrow(/s48, s49 … \(10 more\)\.$/);
@@ -130,7 +130,7 @@ describe("createRuntime", () => {
     let calls = 0;
     const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: ["a"] } }, () => {
       calls++;
-      return tableOf([file("a")], { main: [{ file: 0, mode: "available", source: 0 }] });
+      return tableOf([file("a")], { main: [{ file: 0, listed: true, mode: "available", source: 0 }] });
     });
     expect([lazy.getPrompt("main"), lazy.skillTool("main")?.name, lazy.agents.main!.prompt, calls]).toEqual(["P", "use_skill", "P", 0]);
     lazy.getSkill("main", "a");
@@ -144,7 +144,7 @@ describe("renderSkill agrees with the prompt's inline blocks (src/compile/render
   const tricky = file("x&y", { location: `/srv/a "b"/<c>/SKILL.md`, baseDir: "/srv/a 'b'\n/<c>", body: "Body with </skill> & $HOME" });
   for (const format of ["pi", "markdown"] as const) {
     it(`${format}: with no arguments, renderSkill is the block the prompt holds`, () => {
-      const runtime = createRuntime({ main: { format, prompt: "", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, mode: "inline", source: 0 }] }));
+      const runtime = createRuntime({ main: { format, prompt: "", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, listed: false, mode: "inline", source: 0 }] }));
       const promptSkill: PromptSkill = { ...tricky, mode: "inline", hidden: false };
       expect(runtime.renderSkill("main", "x&y")).toBe(renderInline(format, promptSkill));
       expect(runtime.renderSkill("main", "x&y")).toBe(renderPrompt(format, [promptSkill]).prompt);
@@ -153,7 +153,7 @@ describe("renderSkill agrees with the prompt's inline blocks (src/compile/render
   }
 
   it("an agent with a format function renders pi blocks", () => {
-    const runtime = createRuntime({ main: { format: "function", prompt: "custom", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, mode: "inline", source: 0 }] }));
+    const runtime = createRuntime({ main: { format: "function", prompt: "custom", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, listed: false, mode: "inline", source: 0 }] }));
     expect(runtime.renderSkill("main", "x&y")).toBe(renderInline("pi", { ...tricky, mode: "inline", hidden: false }));
   });
 });

@@ -165,7 +165,7 @@ describe("the skill folder's files (seed 003's folder-structure summary)", () =>
     expect(bundle.renderSkill("coding", "code-review", "PR #42", { files: true })).toBe(
       `<skill name="code-review" location="skills/code-review/SKILL.md">\nReferences are relative to skills/code-review.\n\nReview PR #42 for correctness, tests and style.\n\n${summary}\n</skill>`,
     );
-    expect(bundle.renderSkill("tasks", "code-review", "", { files: true })).toBe(`Base directory for this skill: skills/code-review\n\nReview  for correctness, tests and style.\n\n${summary}`);
+    expect(bundle.renderSkill("tasks", "code-review", "", { files: true })).toBe(`[Skill: code-review]\nBase directory for this skill: skills/code-review\n\nReview  for correctness, tests and style.\n\n${summary}`);
     expect(bundle.renderSkill("coding", "code-review", "", { files: false })).toBe(bundle.renderSkill("coding", "code-review"));
   });
 });
@@ -311,12 +311,13 @@ describe("staging per agent, by link, and each agent's context file (seed 002)",
       expect(module.getPrompt(agent)).toContain(`<location>${location}</location>`);
     }
     const manifest = JSON.parse(await readFile(out("manifest.json"), "utf8"));
-    expect(manifest.agents.coding.skills[0]).toEqual({ name: "code-review", mode: "available", source: 0, file: "skills/code-review/SKILL.md" });
+    expect(manifest.agents.coding.skills[0]).toEqual({ name: "code-review", mode: "available", source: 0, file: "skills/code-review/SKILL.md", listed: true });
     expect(manifest.agents.chat.skills[0]).toEqual({
       name: "code-review",
       mode: "available",
       source: 0,
       file: "skills/code-review/SKILL.md",
+      listed: true,
       location: "dist/skills/agents/chat/skills/code-review/SKILL.md",
       baseDir: "dist/skills/agents/chat/skills/code-review",
       staged: "agents/chat/skills/code-review",

@@ -33,7 +33,7 @@ interface BundleModule {
   skillTool(agent: string): { parameters: { properties: { skill: { enum: string[] } } } } | null;
 }
 interface Manifest {
-  agents: Record<string, { format: string; description?: string; budget?: number; context?: string[]; characters: { prompt: number; catalogue: number }; skills: { name: string; file: string; mode: string; source: number }[] }>;
+  agents: Record<string, { format: string; description?: string; budget?: number; context?: string[]; characters: { prompt: number; catalogue: number }; skills: { name: string; file: string; mode: string; source: number; listed: boolean }[] }>;
   skills: (Entry & { files: { path: string; size: number; sha256: string }[]; structure: unknown; staged?: string })[];
   diagnostics: { code: string; severity: string; message: string; file?: string; line?: number; column?: number }[];
 }
@@ -140,7 +140,7 @@ describe("1. the frontmatter model", () => {
     // The generated types come from the same zod model, descriptions included.
     const types = await readFile(join(built.out, "index.d.ts"), "utf8");
     expect(types).toContain('readonly "allowed-tools"?: readonly string[];');
-    expect(types).toContain('readonly "context"?: "inline" | "fork";');
+    expect(types).toContain('readonly "context": "inline" | "fork";');
     expect(types).toContain("/** With context: fork, the task type (sub-agent) that runs the skill. */");
   });
 
@@ -253,16 +253,17 @@ describe("4. budgets", () => {
     const before = piCatalogue(["alpha", "bravo"].map((name) => entry("core", name)).concat(["charlie", "delta", "echo"].map((name) => entry("extra", name)))).length;
     expect(exceeded).toMatchObject({ severity: "warn", file: "skills.config.json" });
     expect(exceeded!.message).toBe(
-      `agent "main": the catalogue takes ${before} characters, over its budget of ${budget}; dropped the last 2 skills in prompt order, leaving ${fits}: delta (extra/delta/SKILL.md), echo (extra/echo/SKILL.md)`,
+      `agent "main": the catalogue takes ${before} characters, over its budget of ${budget}; dropped the last 2 skills in prompt order from it, leaving ${fits}: delta (extra/delta/SKILL.md), echo (extra/echo/SKILL.md)`,
     );
     expect(built.manifest.agents.main).toMatchObject({ budget, characters: { catalogue: fits } });
     expect(fits).toBeLessThanOrEqual(budget);
-    // Inline and hidden skills are not catalogue entries: they stay.
-    expect(names(built.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie"]);
+    // Dropped from the catalogue only: every skill stays the agent's, the dropped ones unlisted.
+    expect(names(built.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
+    expect(names(built.manifest.agents.main!.skills.filter((skill) => skill.listed))).toEqual(["alpha", "bravo", "charlie"]);
     const prompt = await built.prompt("main");
     expect(prompt.startsWith(piCatalogue([entry("core", "alpha"), entry("core", "bravo"), entry("extra", "charlie")]))).toBe(true);
     expect(prompt).toContain('<skill name="zulu"');
-    expect(names(built.module.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie"]);
+    expect(names(built.module.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
     expect(built.module.skillTool("main")!.parameters.properties.skill.enum).toEqual(["alpha", "bravo", "zulu", "charlie"]);
   });
 
@@ -272,7 +273,7 @@ describe("4. budgets", () => {
     expect(names(roomy.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
     const exact = await build(tree, config(fits));
     expect(exact.manifest.agents.main!.characters.catalogue).toBe(fits);
-    expect(names(exact.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie"]);
+    expect(names(exact.manifest.agents.main!.skills)).toEqual(["alpha", "bravo", "hidden", "zulu", "charlie", "delta", "echo"]);
     const list = await runCli(["list", "--format", "json"], { cwd: exact.dir });
     expect(JSON.parse(list.stdout).agents[0]).toMatchObject({ id: "main", catalogueCharacters: fits, budget: { limit: fits, dropped: ["delta", "echo"] } });
     const pretty = await runCli(["list"], { cwd: exact.dir });
@@ -289,7 +290,7 @@ describe("4. budgets with a function format", () => {
       `export default { agents: { fn: { budget: ${"alpha,bravo".length}, context: ["context.md"], skills: [{ root: "skills" }], format: ${format} } } };\n`,
     );
     expect(codes(built, "budget-exceeded").map((d) => d.message)).toEqual([
-      `agent "fn": the catalogue takes ${"alpha,bravo,charlie".length} characters, over its budget of 11; dropped the last skill in prompt order, leaving 11: charlie (skills/charlie/SKILL.md)`,
+      `agent "fn": the catalogue takes ${"alpha,bravo,charlie".length} characters, over its budget of 11; dropped the last skill in prompt order from it, leaving 11: charlie (skills/charlie/SKILL.md)`,
     ]);
     expect(await built.prompt("fn")).toBe("Context.|alpha,bravo");
     expect(built.manifest.agents.fn!.characters).toEqual({ prompt: "Context.|alpha,bravo".length, catalogue: "alpha,bravo".length });
@@ -305,10 +306,10 @@ describe("5. formats", () => {
 
   it("markdown: a list of available skills, then each inline block with its base directory", async () => {
     const built = await build(tree, { format: "markdown", location: "relative", agents: { main: { skills: [{ root: "skills", available: ["*", "!zulu"], inline: ["zulu"] }] } } });
-    const expected = "Available skills:\n- alpha: Does alpha. (file: skills/alpha/SKILL.md)\n\nBase directory for this skill: skills/zulu\n\nZulu body with $ARGUMENTS.";
+    const expected = "Available skills:\n- alpha: Does alpha. (file: skills/alpha/SKILL.md)\n\n[Skill: zulu]\nBase directory for this skill: skills/zulu\n\nZulu body with $ARGUMENTS.";
     expect(await built.prompt("main")).toBe(expected);
     expect(built.module.getPrompt("main")).toBe(expected);
-    expect(built.module.renderSkill("main", "zulu", "x y")).toBe("Base directory for this skill: skills/zulu\n\nZulu body with x y.");
+    expect(built.module.renderSkill("main", "zulu", "x y")).toBe("[Skill: zulu]\nBase directory for this skill: skills/zulu\n\nZulu body with x y.");
   });
 
   const functionConfig = (format: string) => `import { defineConfig } from "skillbake";
@@ -326,6 +327,7 @@ export default defineConfig({
 `;
 
   it("a function receives the resolved agent and returns the prompt", async () => {
+    const DEFAULTS = { context: "inline", agent: "general", "user-invocable": true, "disable-model-invocation": false };
     const format = `(ctx) => JSON.stringify({ agent: ctx.agent, description: ctx.description, context: ctx.context, skills: ctx.skills.map((s) => ({ name: s.name, description: s.description, mode: s.mode, hidden: s.hidden, location: s.location, baseDir: s.baseDir, source: s.source, file: s.file, fields: s.fields, extra: s.extra, body: s.body })) })`;
     const built = await build({ ...tree, "context.md": "House rules.\n" }, functionConfig(format));
     expect(built.run.stderr).toContain("Wrote dist/skills");
@@ -335,9 +337,9 @@ export default defineConfig({
       description: "A custom agent",
       context: "House rules.",
       skills: [
-        { name: "alpha", description: "Does alpha.", mode: "available", hidden: false, location: "skills/alpha/SKILL.md", baseDir: "skills/alpha", source: 0, file: "skills/alpha/SKILL.md", fields: { metadata: { team: "a" } }, extra: {}, body: "Alpha body." },
-        { name: "hidden", description: "Hidden.", mode: "available", hidden: true, location: "skills/hidden/SKILL.md", baseDir: "skills/hidden", source: 0, file: "skills/hidden/SKILL.md", fields: { "disable-model-invocation": true }, extra: {}, body: "Hidden body." },
-        { name: "zulu", description: "Does zulu.", mode: "inline", hidden: false, location: "skills/zulu/SKILL.md", baseDir: "skills/zulu", source: 0, file: "skills/zulu/SKILL.md", fields: {}, extra: { owner: "z" }, body: "Zulu body with $ARGUMENTS." },
+        { name: "alpha", description: "Does alpha.", mode: "available", hidden: false, location: "skills/alpha/SKILL.md", baseDir: "skills/alpha", source: 0, file: "skills/alpha/SKILL.md", fields: { ...DEFAULTS, metadata: { team: "a" } }, extra: {}, body: "Alpha body." },
+        { name: "hidden", description: "Hidden.", mode: "available", hidden: true, location: "skills/hidden/SKILL.md", baseDir: "skills/hidden", source: 0, file: "skills/hidden/SKILL.md", fields: { ...DEFAULTS, "disable-model-invocation": true }, extra: {}, body: "Hidden body." },
+        { name: "zulu", description: "Does zulu.", mode: "inline", hidden: false, location: "skills/zulu/SKILL.md", baseDir: "skills/zulu", source: 0, file: "skills/zulu/SKILL.md", fields: DEFAULTS, extra: { owner: "z" }, body: "Zulu body with $ARGUMENTS." },
       ],
     });
     expect(built.manifest.agents.fn).toMatchObject({ format: "function", description: "A custom agent" });

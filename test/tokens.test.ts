@@ -89,7 +89,7 @@ describe("token counts", () => {
     const build = await runCli(["build"], { cwd: dir });
     expect(build.code, build.stderr).toBe(0);
     expect(build.stderr).toContain(
-      `agent "coding": the catalogue takes ${o200k(full)} o200k_base tokens, over its budget of ${limit}; dropped the last skill in prompt order, leaving ${o200k(withoutGamma)}: gamma (skills/gamma/SKILL.md)  [budget-exceeded]`,
+      `agent "coding": the catalogue takes ${o200k(full)} o200k_base tokens, over its budget of ${limit}; dropped the last skill in prompt order from it, leaving ${o200k(withoutGamma)}: gamma (skills/gamma/SKILL.md)  [budget-exceeded]`,
     );
     expect(await promptOf(dir, "coding")).toBe(withoutGamma);
     const manifest = await manifestOf(dir);
@@ -98,8 +98,8 @@ describe("token counts", () => {
 
     const list = await runCli(["list"], { cwd: dir });
     const percent = Math.round((o200k(withoutGamma) * 100) / limit);
-    expect(list.stdout).toContain(`coding: 2 skills, catalogue ${withoutGamma.length} characters / ${o200k(withoutGamma)} o200k_base tokens (${percent}% of its ${limit}-token budget), prompt`);
-    expect(list.stdout).toContain("left out by the budget: gamma");
+    expect(list.stdout).toContain(`coding: 3 skills, catalogue ${withoutGamma.length} characters / ${o200k(withoutGamma)} o200k_base tokens (${percent}% of its ${limit}-token budget), prompt`);
+    expect(list.stdout).toContain("left out of the catalogue by the budget (still invoked by name): gamma");
   });
 
   it("a budget that is neither characters nor { tokens } is a config error naming the field", async () => {

@@ -58,8 +58,9 @@ export function bundleOf(compilation: Compilation): Bundle {
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       ...(agent.tokens ? { tokens: agent.tokens } : {}),
-      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, ...placedElsewhere(skill, skills.get(skill.file)!) })),
+      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, listed: skill.listed, ...placedElsewhere(skill, skills.get(skill.file)!) })),
       ...(agent.description === undefined ? {} : { description: agent.description }),
+      ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
       ...(agent.tool ? { tool: agent.tool } : {}),
@@ -131,7 +132,7 @@ export function stagedCopies(compilation: Compilation): StagedCopy[] {
 
 /**
  * Identifies what the bundle was built from, so a server can log it: the resolved config (a format function by
- * its source text), and the path and content hash of every skill in the bundle, its files and its agents'
+ * its source text) and `SKILLS_PROMPT_CHAR_BUDGET`, and the path and content hash of every skill in the bundle, its files and its agents'
  * context files. Paths are config-relative, so the hash does not depend on the folder the project sits in.
  */
 function inputsHash(compilation: Compilation): string {
@@ -139,7 +140,9 @@ function inputsHash(compilation: Compilation): string {
   for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, skill);
   const config = JSON.parse(JSON.stringify(compilation.config.config, (key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : schemaAsJson(key, value))));
   const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
-  const hash = createHash("sha256").update(stableJson({ config, context }));
+  // SKILLS_PROMPT_CHAR_BUDGET counts as config: a changed variable makes `build --check` report the bundle stale.
+  const environment = compilation.config.environmentBudget === undefined ? {} : { environment: { SKILLS_PROMPT_CHAR_BUDGET: compilation.config.environmentBudget } };
+  const hash = createHash("sha256").update(stableJson({ config, context, ...environment }));
   for (const file of [...skills.keys()].sort(compareStrings)) {
     const skill = skills.get(file)!;
     hash.update(`\n${JSON.stringify([file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`);

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/diagnostics.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
-import { optionalFields } from "../compile/model.js";
+import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { TOKEN_ENCODINGS } from "../compile/tokens.js";
 
 /**
@@ -31,6 +31,9 @@ const manifestAgent = z.strictObject({
         mode: skillMode,
         source: z.number().int().nonnegative().describe("Index of the source in the agent's `skills` config."),
         file: z.string().describe("The skill's SKILL.md, as in `skills[].file`."),
+        listed: z
+          .boolean()
+          .describe("Whether the agent's catalogue lists it: false for an inline skill, a disable-model-invocation one, or one the budget dropped (still invoked by name)."),
         location: z.string().optional().describe("Where this agent's prompt says the file is, when not `skills[].location` (per-agent staging)."),
         baseDir: z.string().optional().describe("The folder of this agent's `location`, when it has its own."),
         staged: z.string().optional().describe("This agent's own staged copy of the skill folder, agents/<id>/skills/<name>."),
@@ -42,10 +45,11 @@ const manifestAgent = z.strictObject({
     .optional()
     .describe("With `tokens` in the config (or a budget in tokens): the prompt's and the catalogue's tokens in this encoding."),
   description: z.string().optional().describe("The agent's `description` from the config."),
+  toolDescription: z.string().optional().describe('With `catalogue: "tool"`: the skill tool\'s description, which holds the catalogue instead of the prompt.'),
   budget: z
     .union([z.number().int().positive(), z.strictObject({ tokens: z.number().int().positive() })])
     .optional()
-    .describe("The agent's budget: characters its catalogue may take, or { tokens } (counted in `tokens.encoding`)."),
+    .describe("The agent's budget: characters its catalogue may take (its own `budget`, or SKILLS_PROMPT_CHAR_BUDGET's), or { tokens } (counted in `tokens.encoding`)."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
   tool: z
     .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })
@@ -64,7 +68,8 @@ const manifestSkill = z.strictObject({
   fields: z
     .looseObject(optionalFields)
     .partial()
-    .describe("The known frontmatter fields, validated and normalised, then the fields the config's `frontmatter` schema declares, as it outputs them."),
+    .required(Object.fromEntries(Object.keys(FIELD_DEFAULTS).map((key) => [key, true])) as { [K in keyof typeof FIELD_DEFAULTS]: true })
+    .describe("The known frontmatter fields, validated and normalised (context, agent, user-invocable and disable-model-invocation always, with their defaults), then the fields the config's `frontmatter` schema declares, as it outputs them."),
   extra: z.record(z.string(), z.unknown()).describe("Every other frontmatter field, untouched."),
   body: z.string().describe("The Markdown after the frontmatter, trimmed."),
   files: z

@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { z } from "zod";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
-import { optionalFields } from "../compile/model.js";
+import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { asciiOnly, jsonParts, MODULE_STYLE, type BundleFile, type Part } from "./parts.js";
 import type { AgentData, SkillTable } from "../runtime/helpers.js";
 
@@ -47,7 +47,8 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
       format: agent.format,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       prompt: agent.prompt,
-      modelInvocable: [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name))],
+      ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
+      modelInvocable: modelInvocable(agent),
       ...(agent.tool ? { tool: agent.tool } : {}),
     };
     for (const skill of agent.skills) if (!unique.has(skill.file)) unique.set(skill.file, skill);
@@ -58,7 +59,7 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
   for (const agent of agents) {
     skillsByAgent[agent.id] = agent.skills.map((skill) => {
       const { location, baseDir } = placedElsewhere(skill, unique.get(skill.file)!);
-      return { file: fileIndex.get(skill.file)!, mode: skill.mode, source: skill.source, ...(location === undefined ? {} : { baseDir, location }) };
+      return { file: fileIndex.get(skill.file)!, listed: skill.listed, mode: skill.mode, source: skill.source, ...(location === undefined ? {} : { baseDir, location }) };
     });
   }
   // The skills sit in a function that runs on the first lookup (see createRuntime): until then the engine only
@@ -82,6 +83,14 @@ export function placedElsewhere(skill: AgentSkill, shared: AgentSkill): { locati
   return { baseDir: skill.baseDir, location: skill.location, ...(skill.staged ? { staged: skill.staged } : {}) };
 }
 
+/**
+ * The names the skill tool offers the model, unique, in prompt order: its inline skills and its catalogue's, not
+ * `disable-model-invocation` ones nor those the budget dropped from the catalogue (the model was not told of them).
+ */
+function modelInvocable(agent: CompiledAgent): string[] {
+  return [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true && (skill.mode === "inline" || skill.listed)).map((skill) => skill.name))];
+}
+
 function skillFile(skill: AgentSkill): SkillTable["files"][number] {
   const { name, description, file, location, baseDir, hash, fields, extra } = skill;
   // Keys in sorted order, as the literal has them: written without a sorted copy.
@@ -100,7 +109,6 @@ function asciiJson(value: unknown): string {
 function moduleDts(agents: readonly CompiledAgent[], customFields: string): string {
   const union = (names: Iterable<string>) => [...new Set(names)].map(asciiJson).join(" | ") || "never";
   const perAgent = (type: (agent: CompiledAgent) => string) => agents.map((agent) => `  ${asciiJson(agent.id)}: ${type(agent)};\n`).join("");
-  const modelInvocable = (agent: CompiledAgent) => agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true).map((skill) => skill.name);
   return `export type AgentId = ${union(agents.map((agent) => agent.id))};
 
 /** Each agent's skill names. */
@@ -120,7 +128,7 @@ ${perAgent((agent) => (agent.tool?.style === "Skill" ? `SkillToolAnswer<${union(
 export type FormatName = "pi" | "markdown" | "function";
 export type SkillMode = "available" | "inline";
 
-/** The known frontmatter fields (SPEC §3)${customFields ? ", then the config's own (its `frontmatter` schema)" : ""}, as validated by \`skills build\`. */
+/** The known frontmatter fields (SPEC §3)${customFields ? ", then the config's own (its `frontmatter` schema)" : ""}, as validated by \`skills build\`; the four known ones without \`?\` are always there, defaulted. */
 export interface SkillFields {
 ${fieldTypes()}${customFields}}
 
@@ -134,6 +142,8 @@ export interface SkillEntry<N extends string = string> {
   /** The folder of \`location\`: the skill's references are relative to it. */
   readonly baseDir: string;
   readonly mode: SkillMode;
+  /** Whether the agent's catalogue lists it: false for an inline skill, a \`disable-model-invocation\` one, or one the budget dropped (still found by name). */
+  readonly listed: boolean;
   /** Index of the source in the agent's \`skills\` config. */
   readonly source: number;
   readonly fields: SkillFields;
@@ -267,7 +277,7 @@ function toolArguments(agent: CompiledAgent): string {
 /** `SkillFields` as TypeScript, generated from the zod model so the .d.ts cannot drift from what validation keeps. */
 function fieldTypes(): string {
   const schema = z.toJSONSchema(z.object(optionalFields).partial(), { io: "output" }) as { properties: Record<string, JsonSchema> };
-  return propertyTypes(schema.properties, [], "  ", (shape) => {
+  return propertyTypes(schema.properties, Object.keys(FIELD_DEFAULTS), "  ", (shape) => {
     throw new Error(`skillbake: cannot write a TypeScript type for the frontmatter model's JSON Schema ${JSON.stringify(shape)}`);
   });
 }

@@ -4,18 +4,18 @@ import { readFile } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { glob } from "tinyglobby";
-import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
+import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
-import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
+import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation } from "./render.js";
 import { hashFile, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
-import type { ToolStyle } from "../runtime/helpers.js";
+import { DEFAULT_TOOL, type ToolStyle } from "../runtime/helpers.js";
 
 /** One skill as one agent sees it. */
 export interface AgentSkill {
@@ -39,6 +39,11 @@ export interface AgentSkill {
   sourceDir: string;
   /** With `stage`: the copy's folder inside the bundle, `skills/<name>` (`agents/<id>/skills/<name>` per agent). */
   staged?: string;
+  /**
+   * Whether the agent's catalogue lists the skill: available, model-invocable and not dropped by the budget. An
+   * inline skill, a `disable-model-invocation` one or one the budget dropped is the agent's all the same.
+   */
+  listed: boolean;
 }
 
 export interface CompiledAgent {
@@ -50,11 +55,13 @@ export interface CompiledAgent {
   /** The agent's `context` files (relative to the config folder, in path order) and their joined text. */
   context: { files: { file: string; hash: string }[]; text: string };
   prompt: string;
+  /** With `catalogue: "tool"`: the skill tool's description, which holds the catalogue instead of the prompt. */
+  toolDescription?: string;
   /** Characters of the catalogue of available skills: what a `budget` in characters limits. */
   catalogueCharacters: number;
   /** With `tokens` in the config or a budget in tokens: the prompt's and the catalogue's tokens in that encoding. */
   tokens?: { encoding: TokenEncoding; prompt: number; catalogue: number };
-  /** The agent's budget and the skills it dropped, in prompt order. */
+  /** The agent's budget (its own, or `SKILLS_PROMPT_CHAR_BUDGET`'s) and the skills it dropped from the catalogue, in prompt order. */
   budget?: { limit: number; unit: "characters" | "tokens"; dropped: { name: string; file: string }[] };
   /** The agent's `tool` setting, its name defaulting to the style's. */
   tool?: { style: ToolStyle; name: string };
@@ -87,7 +94,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const outDir = options.outDir ?? resolve(configDir, config.outDir);
 
   // Only when asked for; started first, so that the encoding loads (in its worker) while the skills are read.
-  const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object");
+  const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object" && "tokens" in agent.budget);
   const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
   const counter = countsTokens ? tokenCounter(encoding) : undefined;
   const counting: Promise<void>[] = [];
@@ -184,50 +191,67 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
         files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
         sourceDir: dirname(skill.file),
         ...(staged ? { staged } : {}),
+        listed: false, // settled below, once the budget is applied
       };
     });
     const context = contexts[index]!;
     const format = agent.format ?? config.format;
     const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => ({ ...skill, hidden: isHidden(skill) }));
-    const render: { catalogue(skills: readonly AgentSkill[]): string; prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number } } =
+    const tool = agent.tool && { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style };
+    const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: agent.catalogue ?? "prompt", tool: tool ?? DEFAULT_TOOL };
+    if (typeof format !== "string" && agent.catalogue === "tool") {
+      throw new ConfigError(loaded.file, `agents.${id}.catalogue: "tool" needs a named format ("pi" or "markdown") to write the catalogue: a format function writes the whole prompt`);
+    }
+    const render: {
+      catalogue(skills: readonly AgentSkill[]): string;
+      prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number; toolDescription?: string };
+    } =
       typeof format === "string"
-        ? { catalogue: (skills) => renderCatalogue(format, promptSkills(skills)), prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text) }
+        ? {
+            catalogue: (skills) => renderCatalogue(format, promptSkills(skills), invocation),
+            prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text, invocation),
+          }
         : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
-    let skills = all;
+    // A budget drops skills from the catalogue only: they stay the agent's, found by name (seed 001).
+    let listed = all;
     let budget: CompiledAgent["budget"];
-    if (agent.budget !== undefined) {
-      const [limit, unit] = typeof agent.budget === "number" ? [agent.budget, "characters" as const] : [agent.budget.tokens, "tokens" as const];
+    const applied = agentBudget(agent.budget, loaded.environmentBudget);
+    if (applied !== undefined) {
+      const { limit, unit } = applied;
       const size = async (skills: readonly AgentSkill[]) => (unit === "tokens" ? (await counter!.count([render.catalogue(skills)]))[0]! : render.catalogue(skills).length);
       const { kept, dropped, before, after } = await applyBudget(all, limit, size);
-      skills = kept;
+      listed = kept;
       budget = { limit, unit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
       if (dropped.length > 0) {
         const units = unit === "tokens" ? `${encoding} tokens` : "characters";
+        const setting = agent.budget === undefined ? ` (${BUDGET_VARIABLE})` : typeof agent.budget === "object" && "contextWindow" in agent.budget ? ` (2% of a ${agent.budget.contextWindow}-token context window)` : "";
         findings.push({
           code: "budget-exceeded",
           file: configFile,
           message:
-            `agent "${id}": the catalogue takes ${before} ${units}, over its budget of ${limit}; ` +
-            `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order, leaving ${after}: ` +
+            `agent "${id}": the catalogue takes ${before} ${units}, over its budget of ${limit}${setting}; ` +
+            `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order from it, leaving ${after}: ` +
             dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
-          hint: "Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
+          hint: "Dropped skills are still invoked by name. Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
         });
       }
     }
-    const { prompt, catalogueCharacters } = render.prompt(skills, context.text);
+    for (const skill of listed) skill.listed = skill.mode === "available" && !isHidden(skill);
+    const { prompt, catalogueCharacters, toolDescription } = render.prompt(listed, context.text);
     const compiled: CompiledAgent = {
       id,
       ...(agent.description === undefined ? {} : { description: agent.description }),
       format: typeof format === "string" ? format : "function",
-      skills,
+      skills: all,
       context,
       prompt,
+      ...(toolDescription === undefined ? {} : { toolDescription }),
       catalogueCharacters,
       ...(budget ? { budget } : {}),
-      ...(agent.tool ? { tool: { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } } : {}),
+      ...(tool ? { tool } : {}),
     };
     if (counter) {
-      const catalogue = render.catalogue(skills);
+      const catalogue = render.catalogue(listed);
       // Most prompts are their catalogue alone: counted once. Awaited below, after the files are hashed.
       const counted = counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]).then(([promptTokens, catalogueTokens = promptTokens]) => {
         compiled.tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! };

@@ -45,15 +45,22 @@ const frontmatterSetting = z
   });
 
 const agentSchema = z.strictObject({
-  skills: z.array(sourceSchema).min(1, "an agent needs at least one source"),
+  /** Omitted or []: an agent of context files only (seed 002's chat agent). */
+  skills: z.array(sourceSchema).default([]),
   format: formatSchema.optional(),
-  /** What the catalogue of available skills may take, in characters or `{ tokens }`; later skills are dropped past it. */
+  /** What the catalogue of available skills may take, in characters, `{ contextWindow }` or `{ tokens }`; later skills are dropped from it past that. */
   budget: z
-    .union([z.number().int().positive("a budget is a positive number of characters"), z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") })], {
-      error: "expected a positive number of characters or { tokens: N }",
-    })
+    .union(
+      [
+        z.number().int().positive("a budget is a positive number of characters"),
+        /** Seed 001: 2% of the model's context window (in tokens), counted in characters at 4 a token. */
+        z.strictObject({ contextWindow: z.number().int().positive("a context window is a positive number of tokens") }),
+        z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") }),
+      ],
+      { error: "expected a number of characters, { contextWindow: tokens } or { tokens: N }" },
+    )
     .optional(),
-  /** One name from several sources: keep every copy and warn (the default), or only the first or last source's. */
+  /** One name from several sources: keep every copy and warn (the default), or only the first or last source's; "last" also makes the last of one name in one root win. */
   duplicates: z.enum(["keep-all", "first", "last"]).optional(),
   /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
   allow: z.array(z.string().min(1, "a pattern cannot be empty")).optional(),
@@ -68,6 +75,13 @@ const agentSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a tool name is 1 to 64 letters, digits, _ or -").optional(),
     })
     .optional(),
+  /** How the model invokes a skill: "read" (omitted) its file, as in Pi; "tool": it calls the skill tool (seed 001). */
+  invoke: z.enum(["read", "tool"]).optional(),
+  /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description (seed 004, Claude Code). */
+  catalogue: z.enum(["prompt", "tool"]).optional(),
+}).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
+  message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
+  path: ["invoke"],
 });
 
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
@@ -161,7 +175,33 @@ export interface LoadedConfig {
   config: ResolvedConfig;
   /** Local files the config imports (with the config itself), for watch mode. */
   inputs: string[];
+  /** `SKILLS_PROMPT_CHAR_BUDGET` as the config was loaded: the budget, in characters, of every agent that sets none. */
+  environmentBudget?: number;
 }
+
+/** Seed 004's setting: the character budget of every agent whose config sets none. */
+export const BUDGET_VARIABLE = "SKILLS_PROMPT_CHAR_BUDGET";
+
+/** `SKILLS_PROMPT_CHAR_BUDGET`, when set: a positive whole number, or the run stops as for a bad config. */
+function environmentBudget(file: string): number | undefined {
+  const text = process.env[BUDGET_VARIABLE];
+  if (text === undefined || text.trim() === "") return undefined;
+  if (!/^\s*[1-9][0-9]{0,15}\s*$/.test(text)) {
+    throw new ConfigError(file, `${BUDGET_VARIABLE} (environment) is ${JSON.stringify(text.slice(0, 40))}${text.length > 40 ? "…" : ""}: expected a positive whole number of characters`);
+  }
+  return Number(text);
+}
+
+/** What an agent's catalogue may take: its own `budget`, else the environment's characters; undefined for no limit. */
+export function agentBudget(budget: AgentConfig["budget"], fromEnvironment: number | undefined): { limit: number; unit: "characters" | "tokens" } | undefined {
+  if (budget === undefined) return fromEnvironment === undefined ? undefined : { limit: fromEnvironment, unit: "characters" };
+  if (typeof budget === "number") return { limit: budget, unit: "characters" };
+  if ("tokens" in budget) return { limit: budget.tokens, unit: "tokens" };
+  return { limit: Math.floor(budget.contextWindow * 0.02 * CHARACTERS_PER_TOKEN), unit: "characters" };
+}
+
+/** The estimate `{ contextWindow }` counts with, as `skills diff` does. */
+const CHARACTERS_PER_TOKEN = 4;
 
 /** A config that cannot be found, loaded or validated: the CLI exits 2 with this message. */
 export class ConfigError extends Error {
@@ -201,7 +241,8 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
     }
     throw new ConfigError(file, formatIssues(parsed.error.issues));
   }
-  return { file, dir: dirname(file), config: parsed.data, inputs };
+  const budget = environmentBudget(file);
+  return { file, dir: dirname(file), config: parsed.data, inputs, ...(budget === undefined ? {} : { environmentBudget: budget }) };
 }
 
 interface ImportedConfig {

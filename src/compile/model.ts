@@ -37,11 +37,18 @@ export const MAX_DESCRIPTION_LENGTH = 1024;
 export const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 /**
- * `agent` names the task type a forked skill runs as, so it only means something with `context: fork`.
- * `fork` without `agent` is valid: the server picks its default (Claude Code's is general-purpose).
+ * What a skill that does not set these fields gets (seed 001's defaults): the manifest and the module carry all
+ * four in every skill's `fields`, so a server reads them without a fallback of its own.
+ */
+export const FIELD_DEFAULTS = { context: "inline", agent: "general", "user-invocable": true, "disable-model-invocation": false } as const;
+
+/**
+ * `agent` names the task type a forked skill runs as, so another value only means something with `context: fork`.
+ * `fork` without `agent` is valid: the server picks its default (Claude Code's is general-purpose). `general`, the
+ * default, is fine anywhere: seed 001 writes `context: inline` and `agent: general` in every skill.
  */
 export function agentWithoutFork(fields: { context?: unknown; agent?: unknown }): boolean {
-  return fields.agent !== undefined && fields.agent !== null && fields.context !== "fork";
+  return fields.agent !== undefined && fields.agent !== null && fields.agent !== FIELD_DEFAULTS.agent && fields.context !== "fork";
 }
 
 /**
@@ -65,9 +72,9 @@ export const frontmatterSchema = z
   })
   .meta({
     title: "SKILL.md frontmatter",
-    // agentWithoutFork, for JSON Schema: unless `context` is `fork`, `agent` is absent or null.
+    // agentWithoutFork, for JSON Schema: unless `context` is `fork`, `agent` is absent, null or the default.
     if: { not: { properties: { context: { const: "fork" } }, required: ["context"] } },
-    then: { properties: { agent: { type: "null" } } },
+    then: { properties: { agent: { enum: [null, FIELD_DEFAULTS.agent] } } },
   });
 
 /** JSON Schema (draft-07, which yaml-language-server and most editors read) of the frontmatter. */

@@ -38,7 +38,7 @@ export interface ParsedSkillFile {
 
 /**
  * SKILL.md bytes → frontmatter fields and body (SPEC §3). Pure: `file` is only used to label findings.
- * `recover` reads top-level `name:` and `description:` leniently where the YAML fails. `size`: the file's size,
+ * `recover` reads each top-level field on its own where the YAML fails. `size`: the file's size,
  * when `bytes` holds only as much of a large file as it takes to tell that it is over the limit.
  */
 export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean, size = bytes.byteLength): ParsedSkillFile {
@@ -92,16 +92,16 @@ export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean
   const bodyLine = yamlLines.length + 3 + (rest.slice(0, rest.length - rest.trimStart().length).match(/\n/g)?.length ?? 0);
   const parsed = parseFrontmatterYaml(file, yamlLines);
   if (parsed.error) {
-    const recovered = recover ? recoverFields(yamlLines) : undefined;
-    if (recovered) {
+    const recovered = recover ? recoverFields(file, yamlLines, parsed.error) : {};
+    if (recovered.fields) {
       return {
         findings: [{ ...parsed.error, code: "yaml-recovered", message: `${parsed.error.message} (read leniently)` }],
-        fields: recovered,
+        fields: recovered.fields,
         body,
         bodyLine,
       };
     }
-    return { findings: [parsed.error], body, bodyLine };
+    return { findings: [recovered.error ?? parsed.error], body, bodyLine };
   }
   return { findings: parsed.findings, fields: parsed.fields, body, bodyLine };
 }
@@ -456,28 +456,111 @@ function yamlHint(sourceLine: string, at: Position, yamlLines: readonly string[]
   return 'Check the YAML syntax on this line; quoting the value with "…" fixes most errors.';
 }
 
-/** `yaml: "recover"`: top-level `name:` and `description:` read line by line, the common failure being an unquoted `: `. */
-function recoverFields(yamlLines: string[]): FrontmatterField[] | undefined {
-  const fields: FrontmatterField[] = [];
-  for (const key of ["name", "description"]) {
-    const index = yamlLines.findIndex((line) => line.startsWith(`${key}:`));
-    if (index < 0) continue;
-    let value = yamlLines[index]!.slice(key.length + 1).trim();
-    const continuation: string[] = [];
-    for (let next = index + 1; next < yamlLines.length && /^[ \t]+\S/.test(yamlLines[next]!); next++) {
-      continuation.push(yamlLines[next]!.trim());
+/** The fields that decide who may invoke a skill: recovery never guesses them (see `recoverFields`). */
+const INVOCATION_FIELDS = ["disable-model-invocation", "user-invocable"] as const;
+/** A line that starts a top-level entry: a key at column 0, optionally quoted, then `:`. */
+const TOP_LEVEL_KEY = /^(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[ \t]*:(?:[ \t]|$)/;
+/** Each pass takes the entry YAML fails on out and parses the rest again; a frontmatter broken in more places is not recovered. */
+const MAX_RECOVERY_PASSES = 8;
+/**
+ * Nor is one longer than this, in characters: each pass parses it whole, and hand-written frontmatter is a few
+ * hundred characters (a hostile 1 MiB one would cost seconds a pass).
+ */
+const MAX_RECOVERABLE_LENGTH = 16 * 1024;
+
+interface Entry {
+  key: string;
+  /** Index in the frontmatter's lines of the key line, and of the line after the entry. */
+  start: number;
+  end: number;
+}
+
+/**
+ * `yaml: "recover"`: the frontmatter is cut into top-level entries (a key line at column 0 and the lines below it
+ * up to the next one). YAML reads them all but the entries it fails on (found one pass at a time), so values keep
+ * their types (`true`, a list, a mapping); a failed entry is read as text, the common failure being an unquoted
+ * `: ` in a description. `disable-model-invocation` and `user-invocable` are never guessed: when either is written
+ * but cannot be read as a boolean, the skill fails (a manual-only skill recovered without its flag would be shown
+ * to the model).
+ */
+function recoverFields(file: string, yamlLines: string[], error: Finding): { fields?: FrontmatterField[]; error?: Finding } {
+  if (yamlLines.reduce((length, line) => length + line.length + 1, 0) > MAX_RECOVERABLE_LENGTH) return {};
+  const entries: Entry[] = [];
+  yamlLines.forEach((line, index) => {
+    const key = TOP_LEVEL_KEY.exec(line)?.[2];
+    if (key === undefined) return;
+    const previous = entries.at(-1);
+    if (previous) previous.end = index;
+    entries.push({ key, start: index, end: yamlLines.length });
+  });
+  const unsure = (index: number, key: string): { error: Finding } => ({
+    error: {
+      ...error,
+      message: `${error.message}; \`yaml: "recover"\` cannot read \`${key}\` on line ${index + 2}, so the skill is left out rather than shown to the model without it`,
+      hint: `Fix the YAML, or at least write \`${key}: true\` or \`${key}: false\` alone on its line.`,
+    },
+  });
+  const isGuarded = (key: string) => (INVOCATION_FIELDS as readonly string[]).includes(key);
+
+  const failed = new Set<Entry>();
+  let parsed: FrontmatterField[] | undefined;
+  for (let pass = 0; pass < MAX_RECOVERY_PASSES && !parsed; pass++) {
+    const lines: string[] = [];
+    const origin: number[] = []; // index in yamlLines of each line passed to YAML
+    for (const entry of entries) {
+      if (failed.has(entry)) continue;
+      for (let index = entry.start; index < entry.end; index++) {
+        lines.push(yamlLines[index]!);
+        origin.push(index);
+      }
     }
-    if (/^[|>][-+]?$/.test(value)) {
-      value = continuation.join(value.startsWith("|") ? "\n" : " ");
-    } else {
-      value = [value, ...continuation].join(" ");
-      const quote = value[0];
-      if ((quote === '"' || quote === "'") && value.endsWith(quote) && value.length >= 2) value = value.slice(1, -1);
+    const outcome = parseFrontmatterYaml(file, lines);
+    if (!outcome.error) {
+      const shift = (at: Position): Position => ({ line: origin[at.line - 2]! + 2, column: at.column });
+      parsed = (outcome.fields ?? []).map((field) => ({ ...field, keyAt: shift(field.keyAt), valueAt: shift(field.valueAt) }));
+      break;
     }
-    const at: Position = { line: index + 2, column: 1 };
-    fields.push({ key, value, keyAt: at, valueAt: { line: index + 2, column: key.length + 3 } });
+    const at = origin[(outcome.error.line ?? 2) - 2];
+    const culprit = entries.find((entry) => !failed.has(entry) && at !== undefined && entry.start <= at && at < entry.end);
+    if (!culprit) return {};
+    if (isGuarded(culprit.key)) return unsure(culprit.start, culprit.key);
+    failed.add(culprit);
   }
-  return fields.length > 0 ? fields : undefined;
+  if (!parsed) return {};
+
+  for (const field of parsed) {
+    if (isGuarded(field.key) && field.value !== null && typeof field.value !== "boolean") return unsure(field.keyAt.line - 2, field.key);
+  }
+  const fields = [...parsed];
+  const keys = new Set(parsed.map((field) => field.key));
+  for (const entry of failed) {
+    if (keys.has(entry.key)) continue; // a repeated key, perhaps what broke the YAML: the one YAML read stands
+    keys.add(entry.key);
+    const lines = yamlLines.slice(entry.start, entry.end);
+    fields.push({ key: entry.key, value: lenientText(lines), keyAt: { line: entry.start + 2, column: 1 }, valueAt: { line: entry.start + 2, column: entry.key.length + 3 } });
+  }
+  // An invocation field on a line that is not its own entry (inside another value, or in a form the key line
+  // above does not read) may be one YAML would have set: not sure, so not recovered.
+  const starts = new Set(entries.map((entry) => entry.start));
+  const stray = yamlLines.findIndex((line, index) => !starts.has(index) && INVOCATION_FIELDS.some((key) => line.includes(key)) && STRAY_INVOCATION_FIELD.test(line));
+  if (stray >= 0) return unsure(stray, INVOCATION_FIELDS.find((key) => yamlLines[stray]!.includes(key))!);
+  fields.sort((a, b) => a.keyAt.line - b.keyAt.line);
+  return fields.length > 0 ? { fields } : {};
+}
+
+const STRAY_INVOCATION_FIELD = new RegExp(`(?:${INVOCATION_FIELDS.join("|")})["']?\\s*:`);
+
+/** An entry YAML cannot read, as text: a block scalar's lines, or the value and its continuation lines joined, unquoted. */
+function lenientText(lines: readonly string[]): string {
+  const first = lines[0]!.slice(lines[0]!.indexOf(":") + 1).trim();
+  const continuation = lines
+    .slice(1)
+    .filter((line) => /^[ \t]+\S/.test(line))
+    .map((line) => line.trim());
+  if (/^[|>][-+]?$/.test(first)) return continuation.join(first.startsWith("|") ? "\n" : " ");
+  const value = [first, ...continuation].join(" ");
+  const quote = value[0];
+  return (quote === '"' || quote === "'") && value.endsWith(quote) && value.length >= 2 ? value.slice(1, -1) : value;
 }
 
 /** In MiB, or in bytes where rounding would hide that a size is over 1 MiB. */

@@ -1,9 +1,21 @@
 import { posix } from "node:path";
 import type { Mode, SkillFields } from "./model.js";
-import { escapeXml, oneLine, renderInlineBlock } from "../runtime/helpers.js";
+import { DEFAULT_TOOL, escapeXml, oneLine, renderInlineBlock, skillToolDescription, type ToolStyle } from "../runtime/helpers.js";
 
 export type LocationSetting = "absolute" | "relative" | { base: string };
 export type FormatName = "pi" | "markdown";
+/**
+ * How the model invokes an agent's skills: it reads the skill's file (`read`, Pi), or calls the skill `tool` (seed
+ * 001); where the catalogue goes: the prompt, or the tool's description (seed 004); and that tool.
+ */
+export interface Invocation {
+  invoke: "read" | "tool";
+  catalogue: "prompt" | "tool";
+  tool: { style: ToolStyle; name: string };
+}
+
+/** Pi's way: the catalogue in the prompt, each skill's file read with the read tool. */
+export const READ_INVOCATION: Invocation = { invoke: "read", catalogue: "prompt", tool: DEFAULT_TOOL };
 
 /** A skill as an agent's prompt shows it. */
 export interface PromptSkill {
@@ -62,15 +74,28 @@ export function locate(absoluteFile: string, displayFile: string, setting: Locat
  * blank line; a part that is empty is left out. `catalogueCharacters`: the catalogue's own length, which is
  * what a budget limits.
  */
-export function renderPrompt(format: FormatName, skills: readonly PromptSkill[], context = ""): { prompt: string; catalogueCharacters: number } {
-  const catalogue = renderCatalogue(format, skills);
+export function renderPrompt(
+  format: FormatName,
+  skills: readonly PromptSkill[],
+  context = "",
+  invocation: Invocation = READ_INVOCATION,
+): { prompt: string; catalogueCharacters: number; toolDescription?: string } {
+  const catalogue = renderCatalogue(format, skills, invocation);
   const blocks = skills.filter((skill) => skill.mode === "inline").map(FORMATS[format].inline);
-  return { prompt: [context, catalogue, ...blocks].filter((part) => part !== "").join("\n\n"), catalogueCharacters: catalogue.length };
+  const inPrompt = invocation.catalogue === "prompt" ? catalogue : "";
+  const prompt = [context, inPrompt, ...blocks].filter((part) => part !== "").join("\n\n");
+  if (invocation.catalogue === "prompt") return { prompt, catalogueCharacters: catalogue.length };
+  // Seed 004 and Claude Code: the catalogue is part of the skill tool's own description.
+  const toolDescription = [skillToolDescription(invocation.tool.style), catalogue].filter((part) => part !== "").join("\n\n");
+  return { prompt, catalogueCharacters: catalogue.length, toolDescription };
 }
 
 /** The catalogue of the available skills a model may invoke; "" when there is none. */
-export function renderCatalogue(format: FormatName, skills: readonly PromptSkill[]): string {
-  return FORMATS[format].catalogue(skills.filter((skill) => skill.mode === "available" && !skill.hidden));
+export function renderCatalogue(format: FormatName, skills: readonly PromptSkill[], invocation: Invocation = READ_INVOCATION): string {
+  return FORMATS[format].catalogue(
+    skills.filter((skill) => skill.mode === "available" && !skill.hidden),
+    invocation,
+  );
 }
 
 /** One skill's inline block, as an agent's prompt holds it and as `/skill:` expands it. */
@@ -79,7 +104,7 @@ export function renderInline(format: FormatName, skill: PromptSkill): string {
 }
 
 interface Format {
-  catalogue(skills: readonly PromptSkill[]): string;
+  catalogue(skills: readonly PromptSkill[], invocation: Invocation): string;
   inline(skill: PromptSkill): string;
 }
 
@@ -87,12 +112,17 @@ const FORMATS: Record<FormatName, Format> = {
   // Byte-compatible with Pi 0.73.1's formatSkillsForPrompt (less its two leading newlines) and `/skill:`
   // expansion. Inline blocks come from the bundle modules' runtime, so `renderSkill` returns the same text.
   pi: {
-    catalogue(skills) {
+    catalogue(skills, { invoke, tool }) {
       if (skills.length === 0) return "";
+      // With `invoke: "tool"` the tool loads the skill (its block names the base directory): no file to read.
       const lines = [
         "The following skills provide specialized instructions for specific tasks.",
-        "Use the read tool to load a skill's file when the task matches its description.",
-        "When a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.",
+        ...(invoke === "read"
+          ? [
+              "Use the read tool to load a skill's file when the task matches its description.",
+              "When a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.",
+            ]
+          : [`Use the ${tool.name} tool to load a skill when the task matches its description.`]),
         "",
         "<available_skills>",
       ];
@@ -101,7 +131,7 @@ const FORMATS: Record<FormatName, Format> = {
           "  <skill>",
           `    <name>${escapeXml(skill.name)}</name>`,
           `    <description>${escapeXml(skill.description)}</description>`,
-          `    <location>${escapeXml(skill.location)}</location>`,
+          ...(invoke === "read" ? [`    <location>${escapeXml(skill.location)}</location>`] : []),
           "  </skill>",
         );
       }
@@ -111,9 +141,12 @@ const FORMATS: Record<FormatName, Format> = {
     inline: (skill) => renderInlineBlock("pi", skill),
   },
   markdown: {
-    catalogue(skills) {
+    catalogue(skills, { invoke, tool }) {
       if (skills.length === 0) return "";
-      return ["Available skills:", ...skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)} (file: ${oneLine(skill.location)})`)].join("\n");
+      if (invoke === "read") return ["Available skills:", ...skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)} (file: ${oneLine(skill.location)})`)].join("\n");
+      // Seed 001's listing, word for word.
+      const lines = skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)}`);
+      return ["Available skills:", ...lines, "", `Use the ${tool.name} tool to invoke a skill when relevant.`].join("\n");
     },
     inline: (skill) => renderInlineBlock("markdown", skill),
   },

@@ -51,7 +51,7 @@ export function selectAgent(
 
   sources.forEach((source, sourceIndex) => {
     const where = `agents.${agentId}.skills[${sourceIndex}]`;
-    const skills = uniqueNames(narrow(source), findings);
+    const skills = uniqueNames(narrow(source), settings.duplicates === "last" ? "last" : "first", findings);
     const available = source.config.available ?? (source.config.inline ? [] : ["*"]);
     const inline = source.config.inline ?? [];
     const availableMatcher = compilePatterns(available);
@@ -106,7 +106,7 @@ export function selectAgent(
   for (const entry of selected) byName.set(entry.skill.name, [...(byName.get(entry.skill.name) ?? []), entry]);
   const duplicates = settings.duplicates ?? "keep-all";
   for (const [name, entries] of byName) {
-    if (entries.length < 2) continue; // one root never gives a name twice, so these come from several sources
+    if (entries.length < 2) continue; // one root never gives a name twice (see uniqueNames), so these come from several sources
     if (duplicates === "keep-all") {
       findings.push({
         code: "duplicate-across-sources",
@@ -147,11 +147,13 @@ function narrow(source: SourceView): readonly RootSkill[] {
   return source.skills.filter((skill) => included(skill.dir) && !excluded(skill.dir));
 }
 
-/** Two skills of one name in one root: the first in path order wins (`duplicate-name`). */
-function uniqueNames(skills: readonly RootSkill[], findings: Finding[]): RootSkill[] {
+/**
+ * Two skills of one name in one root (`duplicate-name`): the first in path order wins, or with
+ * `duplicates: "last"` the last (seeds 003 and 004: the last discovered overrides).
+ */
+function uniqueNames(skills: readonly RootSkill[], wins: "first" | "last", findings: Finding[]): RootSkill[] {
   const winners = new Map<string, RootSkill>();
-  const kept: RootSkill[] = [];
-  for (const skill of skills) {
+  for (const skill of wins === "first" ? skills : [...skills].reverse()) {
     const winner = winners.get(skill.name);
     if (winner) {
       findings.push({
@@ -159,15 +161,15 @@ function uniqueNames(skills: readonly RootSkill[], findings: Finding[]): RootSki
         file: skill.displayFile,
         line: 1,
         column: 1,
-        message: `"${skill.name}" is already defined by ${winner.displayFile}, which comes first in path order; this one is left out`,
+        message: `"${skill.name}" is already defined by ${winner.displayFile}, which comes ${wins} in path order${wins === "last" ? ' (duplicates: "last")' : ""}; this one is left out`,
         hint: "Rename one of the two skills, or delete the copy.",
       });
       continue;
     }
     winners.set(skill.name, skill);
-    kept.push(skill);
   }
-  return kept;
+  const kept = new Set(winners.values());
+  return skills.filter((skill) => kept.has(skill));
 }
 
 interface PatternSet {
@@ -179,12 +181,14 @@ interface PatternSet {
 /**
  * picomatch given a list OR-s every pattern, so a `!x` in a list would match nearly everything. Here
  * positive patterns select and `!` patterns remove from that selection; a list of only `!` patterns
- * removes from every name.
+ * removes from every name. `/` in a name separates namespaces (seed 002's `triage/issue-triage`): `triage/*`
+ * matches inside one, and `*` alone, the default selection, matches every name, namespaced ones included.
  */
 export function compilePatterns(patterns: readonly string[]): PatternSet {
   const compiled = patterns.map((pattern) => {
     const negated = pattern.startsWith("!");
-    return { pattern, negated, test: picomatch(negated ? pattern.slice(1) : pattern, { dot: true }) };
+    const glob = negated ? pattern.slice(1) : pattern;
+    return { pattern, negated, test: glob === "*" ? () => true : picomatch(glob, { dot: true }) };
   });
   const positives = compiled.filter((entry) => !entry.negated);
   const negatives = compiled.filter((entry) => entry.negated);

@@ -1,6 +1,7 @@
 import type { Finding } from "./diagnostics.js";
 import {
   agentWithoutFork,
+  FIELD_DEFAULTS,
   KNOWN_FIELD_NAMES,
   MAX_DESCRIPTION_LENGTH,
   MAX_NAME_LENGTH,
@@ -161,7 +162,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
         "field-invalid",
         field.keyAt,
         "`agent` only applies with `context: fork`; the value is kept under `extra` only",
-        "Add `context: fork` to run the skill as that agent, or remove `agent`.",
+        `Add \`context: fork\` to run the skill as that agent, or remove \`agent\` (or write the default, \`${FIELD_DEFAULTS.agent}\`).`,
       );
     } else if (result.success) {
       (fields as Record<string, unknown>)[key] = result.data;
@@ -170,6 +171,8 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
       report("field-invalid", field.valueAt, `\`${field.key}\` ${describeIssue(field.value, result.error.issues[0])}; the value is kept under \`extra\` only`, fieldHint(key, field.value));
     }
   }
+
+  for (const [key, value] of Object.entries(FIELD_DEFAULTS)) (fields as Record<string, unknown>)[key] ??= value;
 
   const bodyLines = parsed.body === "" ? 0 : countLines(parsed.body);
   if (bodyLines > MAX_BODY_LINES) {
@@ -244,7 +247,9 @@ function checkName(file: string, name: string, folderName: string, at: Position)
       message: `name "${name}" is not lowercase letters, digits and single hyphens`,
       hint: invisible
         ? `It contains the invisible character U+${invisible.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}; retype the name.`
-        : `Use a name like "${suggestName(name)}".`,
+        : name.includes("/")
+          ? `A namespaced name is kept as it is (patterns treat "/" as the separator: "${name.slice(0, name.lastIndexOf("/"))}/*"), but the Agent Skills format does not allow it: use a name like "${suggestName(name)}" where the skill must load elsewhere.`
+          : `Use a name like "${suggestName(name)}".`,
     });
   }
   if (name.length > MAX_NAME_LENGTH) {

@@ -37,6 +37,8 @@ export interface SkillFile {
 /** A skill as one agent sees it. */
 export interface SkillEntry extends SkillFile {
   mode: SkillMode;
+  /** Whether the agent's catalogue lists it: false for an inline skill, a `disable-model-invocation` one, or one the budget dropped. */
+  listed: boolean;
   /** Index of the source in the agent's `skills` list. */
   source: number;
   /** Totals of `files`, and per top-level folder: the manifest's `structure`. */
@@ -85,7 +87,9 @@ export interface AgentData {
   /** The agent's `description` from the config. */
   description?: string;
   prompt: string;
-  /** Skill names the model may invoke (no `disable-model-invocation: true`), unique, in prompt order. */
+  /** With `catalogue: "tool"`: the skill tool's description, the catalogue in it. */
+  toolDescription?: string;
+  /** Skill names the model may invoke (no `disable-model-invocation: true`, not dropped by the budget), unique, in prompt order. */
   modelInvocable: string[];
   /** The agent's skill tool when not the default `use_skill` one: its style and the name the model calls it by. */
   tool?: { style: ToolStyle; name: string };
@@ -96,7 +100,7 @@ export interface SkillTable {
   files: Omit<SkillFile, "body">[];
   bodies: string[];
   /** `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging). */
-  agents: Record<string, { file: number; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
+  agents: Record<string, { file: number; listed: boolean; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
 }
 
 export interface Agent {
@@ -149,10 +153,10 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
       table = new Map();
       for (const id of ids) {
         const entries = deepFreeze(
-          agents[id]!.map(({ file, mode, source, location, baseDir }) => {
+          agents[id]!.map(({ file, listed, mode, source, location, baseDir }) => {
             const shared = files[file]!;
             const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
-            return { ...shared, ...elsewhere, body: bodies[file]!, mode, source, structure: summarizeStructure(shared.files) };
+            return { ...shared, ...elsewhere, body: bodies[file]!, mode, listed, source, structure: summarizeStructure(shared.files) };
           }),
         );
         const byName = new Map<string, SkillEntry>();
@@ -221,8 +225,8 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
 
   const tools = new Map<string, SkillTool | null>();
   const skillTool = (agent: string): SkillTool | null => {
-    const { modelInvocable, tool } = dataOf(agent);
-    if (!tools.has(agent)) tools.set(agent, modelInvocable.length === 0 ? null : deepFreeze(toolDefinition(tool ?? DEFAULT_TOOL, modelInvocable)));
+    const { modelInvocable, tool, toolDescription } = dataOf(agent);
+    if (!tools.has(agent)) tools.set(agent, modelInvocable.length === 0 ? null : deepFreeze(toolDefinition(tool ?? DEFAULT_TOOL, modelInvocable, toolDescription)));
     return tools.get(agent)!;
   };
 
@@ -271,7 +275,12 @@ function describe(value: unknown): string {
   return Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
-const DEFAULT_TOOL = { style: "use_skill", name: "use_skill" } as const satisfies AgentData["tool"];
+export const DEFAULT_TOOL = { style: "use_skill", name: "use_skill" } as const satisfies AgentData["tool"];
+
+/** What the skill tool says of itself; with `catalogue: "tool"` the agent's catalogue follows it. */
+export function skillToolDescription(style: ToolStyle): string {
+  return `${style === "read_skill" ? "Read" : "Load"} the full instructions of one of your skills. Call it when the task matches a skill's description, then follow the instructions it returns.`;
+}
 
 /**
  * The skill tool, valid as is for Anthropic (`input_schema`) and OpenAI (`parameters`; not OpenAI's
@@ -279,13 +288,13 @@ const DEFAULT_TOOL = { style: "use_skill", name: "use_skill" } as const satisfie
  * `enum` is rejected by some APIs and could never be satisfied, so an agent without model-invocable skills gets
  * no tool (`skillTool` → null).
  */
-function toolDefinition(tool: NonNullable<AgentData["tool"]>, names: readonly string[]): SkillTool {
+function toolDefinition(tool: NonNullable<AgentData["tool"]>, names: readonly string[], description = skillToolDescription(tool.style)): SkillTool {
   const skill = { type: "string", enum: [...names], description: "The skill's name." } as const;
   const args = { type: "string", description: "Arguments for the skill, as a user would type them after its name; may be empty." } as const;
   const key = tool.style === "use_skill" ? "skill" : "name";
   return {
     name: tool.name,
-    description: `${tool.style === "read_skill" ? "Read" : "Load"} the full instructions of one of your skills. Call it when the task matches a skill's description, then follow the instructions it returns.`,
+    description,
     parameters: {
       type: "object",
       properties: tool.style === "read_skill" ? { [key]: skill } : { [key]: skill, args },
@@ -413,7 +422,8 @@ export interface InlineSkill {
  * writes whole prompts, not blocks, so its agents' skills render as the default format's (`pi`) blocks.
  */
 export function renderInlineBlock(format: FormatName, skill: InlineSkill): string {
-  if (format === "markdown") return `Base directory for this skill: ${oneLine(skill.baseDir)}\n\n${skill.body}`;
+  // Each block starts with the skill's name, as seed 001 frames an invoked skill: one after another, they stay apart.
+  if (format === "markdown") return `[Skill: ${oneLine(skill.name)}]\nBase directory for this skill: ${oneLine(skill.baseDir)}\n\n${skill.body}`;
   // Pi leaves these attributes unescaped; escaping changes nothing for valid names and paths, and keeps a
   // crafted one from forging markup.
   return `<skill name="${escapeXml(skill.name)}" location="${escapeXml(skill.location)}">\nReferences are relative to ${escapeXml(skill.baseDir)}.\n\n${skill.body}\n</skill>`;

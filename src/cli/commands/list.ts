@@ -109,7 +109,7 @@ function formatAgent(agent: AgentListing): string {
   const inTokens = (count: number) => (tokens ? ` / ${count} ${tokens.encoding} tokens` : "");
   const heading = `${agent.id}: ${count}, catalogue ${agent.catalogueCharacters} characters${inTokens(tokens?.catalogue ?? 0)}${budget}, prompt ${agent.promptCharacters} characters${inTokens(tokens?.prompt ?? 0)}`;
   // A name (which may be its folder's) and a root may hold control or bidi characters: shown escaped.
-  const dropped = agent.budget?.dropped.length ? [`  left out by the budget: ${agent.budget.dropped.map((name) => escapeInvisible(name)).join(", ")}`] : [];
+  const dropped = agent.budget?.dropped.length ? [`  left out of the catalogue by the budget (still invoked by name): ${agent.budget.dropped.map((name) => escapeInvisible(name)).join(", ")}`] : [];
   if (agent.skills.length === 0) return [heading, "  (no skills)", ...dropped].join("\n");
   const rows = [
     ["name", "mode", "source", "description", "flags"],
