@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, copyFileSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
+import { closeSync, constants, copyFileSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
 import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
@@ -7,7 +7,7 @@ import { renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
-import { hashFile } from "../compile/resources.js";
+import { hashFile, hashOpenFile } from "../compile/resources.js";
 import { escapeInvisible } from "../compile/terminal.js";
 import { z } from "zod";
 
@@ -114,12 +114,16 @@ function writeFully(fd: number, bytes: Uint8Array, position: number | null): voi
   }
 }
 
+/** How `compareBundle` finds a file of the bundle on disk. `notFollowed` says what stands there instead of a regular file ("a symlink; not followed"). */
+export type BundleFileState = "same" | "changed" | "missing" | { notFollowed: string };
+
 /**
  * Compares the bundle with the one in `outDir` without holding either whole; reads only. Returns each file's
- * state by path. A file the same as another is compared on its own: on disk it is a file of its own.
+ * state by path. A file the same as another is compared on its own: on disk it is a file of its own. A link or
+ * a special file in the outDir (a pull request controls a committed bundle) is reported, never read.
  */
-export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same" | "changed" | "missing"> {
-  const states = new Map<string, "same" | "changed" | "missing">();
+export function compareBundle(outDir: string, bundle: Bundle): Map<string, BundleFileState> {
+  const states = new Map<string, BundleFileState>();
   const open = new Set<number>();
   const partsOf = new Map(bundle.files.flatMap((file) => ("parts" in file ? [[file.path, file.parts] as const] : [])));
   const files = bundle.files.map((file) => ("sameAs" in file ? { path: file.path, parts: partsOf.get(file.sameAs)! } : file));
@@ -127,17 +131,12 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same
     renderBundle(
       { ...bundle, files },
       (path) => {
-        states.set(path, "same");
+        const opened = openBundleFile(outDir, path);
+        const fd = "fd" in opened ? opened.fd : undefined;
+        states.set(path, "fd" in opened ? "same" : "missing" in opened ? "missing" : opened);
+        if (fd !== undefined) open.add(fd);
         const differs = () => states.set(path, "changed");
         const same = () => states.get(path) === "same";
-        let fd: number | undefined;
-        try {
-          fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NONBLOCK);
-          open.add(fd);
-          if (!fstatSync(fd).isFile()) differs();
-        } catch {
-          states.set(path, "missing");
-        }
         let position = 0;
         let scratch = Buffer.alloc(0);
         /** Whether the disk holds `bytes` at `offset`. */
@@ -173,6 +172,55 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same
   }
   return states;
 }
+
+/**
+ * Opens `path` (relative, `/`-separated) in the outDir for reading, when it is a regular file reached through
+ * folders alone: a link anywhere below the outDir is not followed (it could lead out of the project, to
+ * `/proc/self/environ` say), and a FIFO or device is not read (non-blocking, so a FIFO cannot hang).
+ */
+export function openBundleFile(outDir: string, path: string): { fd: number } | { missing: true } | { notFollowed: string } {
+  const segments = path.split("/");
+  for (let depth = 1; depth < segments.length; depth++) {
+    const folder = segments.slice(0, depth).join("/");
+    const stats = lstatSync(join(outDir, folder), { throwIfNoEntry: false });
+    if (!stats) return { missing: true };
+    if (!stats.isDirectory()) return { notFollowed: `below ${folder}, ${describeKind(stats)}` };
+  }
+  let fd: number;
+  try {
+    fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return { missing: true };
+    if (code === "ELOOP") return { notFollowed: "a symlink; not followed" };
+    return { notFollowed: `cannot be read (${code ?? String(error)})` };
+  }
+  const stats = fstatSync(fd);
+  if (stats.isFile()) return { fd };
+  closeSync(fd);
+  return { notFollowed: describeKind(stats) };
+}
+
+function describeKind(stats: Stats): string {
+  if (stats.isSymbolicLink()) return "a symlink; not followed";
+  if (stats.isDirectory()) return "a folder, not a file";
+  if (stats.isFIFO()) return "a FIFO; not read";
+  if (stats.isSocket()) return "a socket; not read";
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device; not read";
+  return "not a regular file; not read";
+}
+
+/** The sha256 of a file of the outDir (see `openBundleFile`), or what stands there instead. */
+export function hashBundleFile(outDir: string, path: string): { sha256: string } | { missing: true } | { notFollowed: string } {
+  const opened = openBundleFile(outDir, path);
+  if (!("fd" in opened)) return opened;
+  try {
+    return { sha256: hashOpenFile(opened.fd).sha256 };
+  } finally {
+    closeSync(opened.fd);
+  }
+}
+
 /**
  * Staging → outDir, the old outDir (if any) moved aside first and returned. Synchronous, so nothing else runs
  * between the two renames: outDir is missing only for that instant, and if the second rename fails the old

@@ -165,7 +165,10 @@ function describeChanges(paths: readonly string[], cwd: string): string {
 function staleReport(result: BuildResult, values: FlagValues, cwd: string): string {
   const width = Math.max(...result.stale.map(({ state }) => state.length));
   const lines = [`${shownPath(result.outDir, cwd)} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
-  for (const { path, state } of result.stale) lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${state === "extra" ? " (not in the new bundle; a build removes it)" : ""}`);
+  for (const { path, state, notFollowed } of result.stale) {
+    const note = state === "extra" ? " (not in the new bundle; a build removes it)" : notFollowed ? ` (${escapeInvisible(notFollowed)})` : "";
+    lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${note}`);
+  }
   // Line by line: the diff's line breaks are its layout and the prompt's tabs are text, but a skill's name or
   // description in the prompt may hold control or bidi characters.
   if (result.staleDiff) lines.push("", ...result.staleDiff.split("\n").map((line) => escapeInvisible(line, { keepTabs: true })));
