@@ -94,3 +94,66 @@ describe("build --check and diff never follow a link in the outDir or read a spe
     expect(await readdir(join(dir, "dist/skills"))).toContain("manifest.json");
   });
 });
+
+describe("skill text cannot forge a GitHub workflow command in any output", () => {
+  const FORGED_DESCRIPTION = "Forged.\\n::error file=src/auth.ts,line=1,title=Security::FORGED\\n##[error]x";
+  const forgeTree = (description = FORGED_DESCRIPTION, step = "Step one.") => ({
+    "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills", inline: ["forge-inline"], available: ["*", "!forge-inline"] }] } } }),
+    "skills/forge/SKILL.md": `---\nname: "::error::name"\ndescription: "${description}"\n---\n\n# Forge\n`,
+    "skills/forge-inline/SKILL.md": `---\nname: forge-inline\ndescription: "##[error]x"\n---\n\n# Forge\n\n::warning::x\n  ::set-output name=x::y\n${step}\n`,
+    "skills/##[error]folder/SKILL.md": skillMd("folder"),
+  });
+  /** A command skillbake writes itself with --format github: every value escaped, the data after `::`. */
+  const OWN_COMMAND = /^::(error|warning) (file=[^,:]*,)?(line=\d+,)?(col=\d+,)?title=[a-z-]+::/;
+
+  /** Lines a runner would act on (it trims leading whitespace; `##[` counts anywhere) that skillbake did not write. */
+  function forgedLines(output: string): string[] {
+    return output.split(/\r\n|\r|\n/).filter((line) => {
+      const trimmed = line.replace(/^[\s\x85]+/, "");
+      return (trimmed.startsWith("::") && !OWN_COMMAND.test(trimmed)) || line.includes("##[");
+    });
+  }
+
+  it("build, check, build --check, list and diff, in every format", { timeout: 120_000 }, async () => {
+    const dir = await tempDir();
+    await writeTree(dir, forgeTree());
+    const outputs: [string, string][] = [];
+    const run = async (args: string[], env?: Record<string, string>) => {
+      const result = await runCli(args, { cwd: dir, env });
+      outputs.push([args.join(" "), result.stdout + result.stderr]);
+      return result;
+    };
+    for (const format of ["pretty", "github", "json"]) {
+      expect((await run(["build", "--format", format])).code).toBe(0);
+      expect((await run(["check", "--format", format])).code).toBe(0);
+    }
+    expect((await run(["build"], { GITHUB_ACTIONS: "true" })).code).toBe(0);
+    for (const format of ["pretty", "json"]) expect((await run(["list", "--format", format])).code).toBe(0);
+
+    await writeTree(dir, { "base/manifest.json": await readFile(join(dir, "dist/skills/manifest.json"), "utf8") });
+    const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
+    manifest.agents = { "::error::agent": manifest.agents.main };
+    await writeTree(dir, { "forged-base/manifest.json": JSON.stringify(manifest) });
+    await writeTree(dir, forgeTree("Forged, edited.\\n::error file=src/auth.ts,line=1,title=Security::FORGED\\n##[error]x", "Step two."));
+    for (const format of ["pretty", "github", "json"]) {
+      const check = await run(["build", "--check", "--format", format]);
+      expect(check.code).toBe(1);
+      if (format !== "json") expect(check.stderr).toContain("Step two."); // the diff is shown
+    }
+    expect((await run(["build"])).code).toBe(0);
+    for (const format of ["pretty", "markdown", "json"]) {
+      expect((await run(["diff", "base", "dist/skills", "--format", format])).code).toBe(0);
+      expect((await run(["diff", "forged-base", "dist/skills", "--format", format])).code).toBe(0);
+    }
+
+    for (const [command, output] of outputs) expect.soft(forgedLines(output), command).toEqual([]);
+    // The text is still there, escaped where it would start a line.
+    const all = outputs.map(([, output]) => output).join("\n");
+    expect(all).toContain("\\x3a:warning::x");
+    expect(all).toContain("\\x3a:error::agent");
+    expect(all).toContain("##\\x5berror]x");
+    // JSON output keeps its data: `\u005b` is the bracket to a parser.
+    const [, listJson] = outputs.find(([command]) => command === "list --format json")!;
+    expect(JSON.parse(listJson.slice(0, listJson.lastIndexOf("}") + 1)).agents[0].skills.map((skill: { name: string }) => skill.name)).toContain("::error::name");
+  });
+});

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
-import { escapeInvisible, type Style } from "../compile/terminal.js";
+import { escapeInvisible, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
@@ -100,13 +100,14 @@ export function formatGithub(diagnostics: readonly Diagnostic[]): string {
       const properties = [
         // Escaped as in the pretty report before GitHub's own escapes (which the runner undoes): a name with such
         // characters loses its inline annotation, but neither the log nor the annotation shows them raw.
-        diagnostic.file ? `file=${escapeProperty(escapeInvisible(diagnostic.file))}` : undefined,
+        diagnostic.file ? `file=${escapeProperty(escapeWorkflowCommands(escapeInvisible(diagnostic.file)))}` : undefined,
         diagnostic.line ? `line=${diagnostic.line}` : undefined,
         diagnostic.column ? `col=${diagnostic.column}` : undefined,
         `title=${escapeProperty(diagnostic.code)}`,
       ].filter(Boolean);
-      // Names in the message too; its one real line break, before the hint, is GitHub's %0A.
-      const message = escapeInvisible(diagnostic.message) + (diagnostic.hint ? `\n${escapeInvisible(diagnostic.hint)}` : "");
+      // Names in the message too; its one real line break, before the hint, is GitHub's %0A. A `##[` in a name
+      // would be read as a command of its own.
+      const message = escapeWorkflowCommands(escapeInvisible(diagnostic.message) + (diagnostic.hint ? `\n${escapeInvisible(diagnostic.hint)}` : ""));
       return `::${diagnostic.severity === "error" ? "error" : "warning"} ${properties.join(",")}::${escapeData(message)}`;
     })
     .join("\n");

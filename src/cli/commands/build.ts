@@ -4,7 +4,7 @@ import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js
 import { watchBuild } from "../watch.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, type OutputFormat } from "../report.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { failureMessage, UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
+import { failureMessage, UsageError, write, writeJson, writeWorkflowCommands, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
   --strict           warnings fail the run too
@@ -94,9 +94,9 @@ async function report(
   const style = styleFor(io.stderr, io.env);
 
   if (format === "json") {
-    write(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
+    writeJson(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
   } else if (format === "github") {
-    write(io.stderr, formatGithub(result.diagnostics));
+    writeWorkflowCommands(io.stderr, formatGithub(result.diagnostics));
   } else {
     const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir));
     const summary = summaryLine(command, result, limits, io.cwd, style);

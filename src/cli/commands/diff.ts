@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { diffBundles, EMPTY_MANIFEST, ManifestError, parseManifest, type Manifest } from "../../review/diff.js";
 import { formatDiffJson, formatDiffMarkdown, formatDiffPretty, type DiffFormat } from "../../review/diff-format.js";
 import { escapeInvisible, styleFor } from "../../compile/terminal.js";
-import { UsageError, write, type Command } from "./command.js";
+import { UsageError, write, writeJson, type Command } from "./command.js";
 
 const FORMATS: readonly DiffFormat[] = ["pretty", "markdown", "json"];
 
@@ -53,7 +53,7 @@ Examples:
       return 2;
     }
     const diff = diffBundles(before ?? EMPTY_MANIFEST, after ?? EMPTY_MANIFEST);
-    if (format === "json") write(io.stdout, formatDiffJson(diff));
+    if (format === "json") writeJson(io.stdout, formatDiffJson(diff));
     else if (format === "markdown") write(io.stdout, formatDiffMarkdown(diff));
     else write(io.stdout, formatDiffPretty(diff, { before: beforePath, after: afterPath }, styleFor(io.stdout, io.env)));
     return values["exit-code"] === true && diff.changed ? 1 : 0;

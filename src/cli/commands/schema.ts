@@ -2,7 +2,7 @@ import { configJsonSchema } from "../../compile/config.js";
 import { manifestJsonSchema } from "../../bundle/manifest.js";
 import { frontmatterJsonSchema } from "../../compile/model.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { UsageError, write, type Command } from "./command.js";
+import { UsageError, writeJson, type Command } from "./command.js";
 
 /** Each schema is generated from the zod model the compiler itself validates with. */
 const SCHEMAS = new Map<string, () => Record<string, unknown>>([
@@ -32,7 +32,7 @@ Examples:
     if (kind === undefined) throw new UsageError(`name the schema to print: ${KINDS.join(", ")}`);
     const schema = SCHEMAS.get(kind);
     if (!schema) throw new UsageError(`unknown schema "${kind}"; choose ${KINDS.join(", ")}.${didYouMean(kind, KINDS)}`);
-    write(io.stdout, JSON.stringify(schema(), null, 2));
+    writeJson(io.stdout, JSON.stringify(schema(), null, 2));
     return 0;
   },
 };
