@@ -1,7 +1,14 @@
 import { execFileSync } from "node:child_process";
+import { existsSync, rmSync, symlinkSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { bundleOf, stagedCopies } from "../src/bundle/bundle.js";
+import { writeBundle } from "../src/bundle/emit.js";
+import { formatPretty, readSourceLines } from "../src/cli/report.js";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
+import { styleFor } from "../src/compile/terminal.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** What a file outside the project holds; it must appear in no output. */
@@ -155,5 +162,72 @@ describe("skill text cannot forge a GitHub workflow command in any output", () =
     // JSON output keeps its data: `\u005b` is the bracket to a parser.
     const [, listJson] = outputs.find(([command]) => command === "list --format json")!;
     expect(JSON.parse(listJson.slice(0, listJson.lastIndexOf("}") + 1)).agents[0].skills.map((skill: { name: string }) => skill.name)).toContain("::error::name");
+  });
+});
+
+describe("a file swapped between discovery and reading is not used (path-changed)", () => {
+  /** A project whose alpha skill has a reference file, beside an outside folder holding a secret SKILL.md and guide. */
+  async function project(config: object = {}): Promise<{ dir: string; outside: string }> {
+    const base = await tempDir();
+    const dir = join(base, "project");
+    await writeTree(base, {
+      "outside/SKILL.md": skillMd("alpha", `Leaks ${SECRET}.`, `# Secret\n\n${SECRET}`),
+      "outside/references/guide.md": `${SECRET}\n`,
+      "project/skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills", available: ["beta"], inline: ["alpha"] }] } }, ...config }),
+      "project/skills/alpha/SKILL.md": skillMd("alpha"),
+      "project/skills/alpha/references/guide.md": "# Guide\n",
+      "project/skills/beta/SKILL.md": skillMd("beta"),
+    });
+    return { dir, outside: join(base, "outside") };
+  }
+
+  /** Compiles with `swap` run after discovery, then writes the bundle when nothing failed; returns everything produced. */
+  async function compileWithSwap(dir: string, swap: () => void) {
+    const loaded = await loadConfig(undefined, dir);
+    const result = await compile(loaded, { afterDiscovery: swap });
+    const errors = result.diagnostics.filter((diagnostic) => diagnostic.severity === "error");
+    if (errors.length === 0) await writeBundle(result.outDir, bundleOf(result), stagedCopies(result), loaded);
+    const written = existsSync(result.outDir) ? (await readdir(result.outDir, { recursive: true })).map((path) => join(result.outDir, path)) : [];
+    const bundleText = (await Promise.all(written.map((path) => readFile(path, "utf8").catch(() => "")))).join("\n");
+    const pretty = formatPretty(result.diagnostics, styleFor({ isTTY: false }, {}), await readSourceLines(result.diagnostics, dir, result.verified));
+    return { result, bundleText, shown: `${pretty}\n${result.agents.map((agent) => agent.prompt).join("\n")}` };
+  }
+
+  const swapForLink = (path: string, target: string) => () => {
+    rmSync(path, { recursive: true });
+    symlinkSync(target, path);
+  };
+
+  it("SKILL.md swapped for a link to a file outside the root: the skill is left out, the file never read", async () => {
+    const { dir, outside } = await project();
+    const { result, shown, bundleText } = await compileWithSwap(dir, swapForLink(join(dir, "skills/alpha/SKILL.md"), join(outside, "SKILL.md")));
+    expect(shown + bundleText).not.toContain("outside-the-roots");
+    // The inline pattern "alpha" now selects nothing: pattern-unmatched besides.
+    expect(result.diagnostics.map(({ code, severity, file }) => ({ code, severity, file })).filter(({ code }) => code !== "pattern-unmatched")).toEqual([
+      { code: "path-changed", severity: "error", file: "skills/alpha/SKILL.md" },
+    ]);
+    expect(result.agents[0]!.skills.map((skill) => skill.name)).toEqual(["beta"]);
+  });
+
+  it("a reference file swapped for a link out of the root: path-changed, not hashed or staged", async () => {
+    const { dir, outside } = await project({ stage: true, rules: { "path-changed": "warn" } });
+    const { result, bundleText } = await compileWithSwap(dir, swapForLink(join(dir, "skills/alpha/references/guide.md"), join(outside, "references/guide.md")));
+    expect(bundleText).not.toContain("outside-the-roots");
+    expect(result.diagnostics.map(({ code, file }) => ({ code, file }))).toEqual([{ code: "path-changed", file: "skills/alpha/references/guide.md" }]);
+    const alpha = result.agents[0]!.skills.find((skill) => skill.name === "alpha")!;
+    expect(alpha.files.map((file) => file.path)).toEqual(["SKILL.md"]);
+    expect(existsSync(join(dir, "dist/skills/skills/alpha/SKILL.md"))).toBe(true);
+    expect(existsSync(join(dir, "dist/skills/skills/alpha/references/guide.md"))).toBe(false);
+  });
+
+  it("a skill's folder swapped for a link to an outside folder: its files are not read; by default the build fails", async () => {
+    const { dir, outside } = await project({ stage: true });
+    const { result, shown, bundleText } = await compileWithSwap(dir, swapForLink(join(dir, "skills/alpha"), outside));
+    expect(shown + bundleText).not.toContain("outside-the-roots");
+    // The inline pattern "alpha" now selects nothing: pattern-unmatched besides.
+    expect(result.diagnostics.map(({ code, severity, file }) => ({ code, severity, file })).filter(({ code }) => code !== "pattern-unmatched")).toEqual([
+      { code: "path-changed", severity: "error", file: "skills/alpha/SKILL.md" },
+    ]);
+    expect(existsSync(join(dir, "dist/skills"))).toBe(false);
   });
 });

@@ -1,13 +1,13 @@
-import { randomBytes } from "node:crypto";
-import { closeSync, constants, copyFileSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
-import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
+import { link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
 import { renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
-import { hashFile, hashOpenFile } from "../compile/resources.js";
+import { hashFile, hashOpenFile, isSameFile } from "../compile/resources.js";
 import { escapeInvisible } from "../compile/terminal.js";
 import { z } from "zod";
 
@@ -383,28 +383,53 @@ async function realPathOf(path: string): Promise<string> {
  * Copies staged skill files (modes kept, so scripts stay executable) or hard-links them (`method: "link"`), each
  * checked against the manifest's hash. A link goes to the file's real path, which must still lie inside its root
  * (a link followed at discovery, or one put in the file's place since, could lead out); where the filesystem
- * cannot link (another device), the file is copied.
+ * cannot link (another device), the file is copied. Either way the file staged must be the one discovery
+ * verified inside the root (a hard link is that file); a source swapped since is not read.
  */
 async function stageCopies(staging: string, copies: readonly StagedCopy[]): Promise<void> {
   const realRoots = new Map<string, string>();
   for (const copy of copies) {
     const target = join(staging, copy.path);
     await mkdir(dirname(target), { recursive: true });
+    const changed = () => new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
     if (copy.method === "link") {
       const root = realRoots.get(copy.root) ?? (await realpath(copy.root));
       realRoots.set(copy.root, root);
       const real = await realpath(copy.from);
       if (!real.startsWith(root + sep)) throw new OutputError(`${copy.from} now leads outside its root ${copy.root}; it is not staged. Run \`skills build\` again`);
-      await link(real, target).catch(() => copyFile(real, target));
-      // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.
-      if (!(await lstat(target)).isFile()) throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
-    } else {
-      await copyFile(copy.from, target);
+      if (await link(real, target).then(() => true, () => false)) {
+        // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.
+        const linked = await lstat(target, { bigint: true });
+        if (!linked.isFile() || !isSameFile(linked, copy.identity) || hashFile(target).sha256 !== copy.sha256) throw changed();
+        continue;
+      }
     }
-    if (hashFile(target).sha256 !== copy.sha256) {
-      throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
+    const source = openSync(copy.from, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const stats = fstatSync(source, { bigint: true });
+      if (!stats.isFile() || !isSameFile(stats, copy.identity)) throw changed();
+      const output = openSync(target, "wx");
+      try {
+        fchmodSync(output, Number(stats.mode & 0o7777n));
+        if (copyOpenFile(source, output) !== copy.sha256) throw changed();
+      } finally {
+        closeSync(output);
+      }
+    } finally {
+      closeSync(source);
     }
   }
+}
+
+/** Copies an open file into another from their offsets; returns the sha256 of what was copied. */
+function copyOpenFile(source: number, target: number): string {
+  const hash = createHash("sha256");
+  const chunk = Buffer.allocUnsafe(256 * 1024);
+  for (let bytesRead; (bytesRead = readSync(source, chunk, 0, chunk.length, null)) > 0; ) {
+    hash.update(chunk.subarray(0, bytesRead));
+    writeFully(target, chunk.subarray(0, bytesRead), null);
+  }
+  return hash.digest("hex");
 }
 
 /**

@@ -6,11 +6,11 @@ import picomatch from "picomatch";
 import { glob } from "tinyglobby";
 import { ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
-import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { parseSkillFile } from "./parse.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
-import { hashFile, type SkillFile } from "./resources.js";
+import { hashFile, PathChangedError, type FileIdentity, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { suggestName, validateSkill } from "./validate.js";
 import type { ToolStyle } from "../runtime/helpers.js";
@@ -64,6 +64,11 @@ export interface Compilation {
   diagnostics: Diagnostic[];
   /** What was read besides the config (whose files are `config.inputs`): every folder discovery listed, and the context files. What watch mode watches. */
   inputs: { folders: string[]; files: string[] };
+  /**
+   * Each skill file by absolute path, with the identity discovery verified inside its root: a later read (a
+   * `stage` copy, a code frame) uses the file only while it is still that one.
+   */
+  verified: ReadonlyMap<string, FileIdentity>;
 }
 
 export interface CompileOptions {
@@ -73,6 +78,8 @@ export interface CompileOptions {
   cache?: BuildCache;
   /** Absolute outDir, when not the config's (`--out`). */
   outDir?: string;
+  /** @internal For tests: runs between discovery and the first read, so a file can be swapped there deterministically. */
+  afterDiscovery?: () => void;
 }
 
 /** config → discover → parse → validate → select → render, in memory. */
@@ -92,20 +99,23 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const listings = [...roots.values()];
 
   // A file reached through two roots (one nested in the other) is read and checked once.
-  const byFile = new Map<string, { folder: string; dir: string; file: string }>();
+  const byFile = new Map<string, { folder: string; dir: string; file: string; identity: FileIdentity }>();
+  const verified = new Map<string, FileIdentity>();
   for (const listing of listings) {
     findings.push(...listing.findings);
     for (const skill of listing.skills) {
       // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
       if (skill.file.startsWith(outDir + sep)) continue;
-      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
+      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, identity: skill.identities.get("SKILL.md")! });
+      for (const [path, identity] of skill.identities) if (!verified.has(join(dirname(skill.file), path))) verified.set(join(dirname(skill.file), path), identity);
     }
   }
+  options.afterDiscovery?.();
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
-  const checkFile = ({ file, folder }: { file: string; folder: string }) => {
+  const checkFile = ({ file, folder, identity }: { file: string; folder: string; identity: FileIdentity }) => {
     const displayFile = display(file);
-    const read = readSkillBytes(file);
+    const read = readSkillBytes(file, identity);
     if (!("bytes" in read)) {
       findings.push({ ...read, file: displayFile });
       return;
@@ -206,9 +216,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     };
   });
 
-  hashSkillFiles(agents, display, findings, skillFileHashes);
+  hashSkillFiles(agents, display, findings, skillFileHashes, verified);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
-  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs };
+  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
 }
 
 function isHidden(skill: AgentSkill): boolean {
@@ -334,7 +344,13 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
 }
 
 /** Sizes and hashes the files of every skill in the bundle, each folder once; `known` holds what was read already. */
-function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string) => string, findings: Finding[], known: ReadonlyMap<string, { size: number; sha256: string }>): void {
+function hashSkillFiles(
+  agents: readonly CompiledAgent[],
+  display: (path: string) => string,
+  findings: Finding[],
+  known: ReadonlyMap<string, { size: number; sha256: string }>,
+  verified: ReadonlyMap<string, FileIdentity>,
+): void {
   const bySkill = new Map<string, AgentSkill[]>();
   for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);
   const unreadable = new Set<string>();
@@ -343,11 +359,12 @@ function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string
     files.forEach((file, index) => {
       const path = join(sourceDir, file.path);
       try {
-        const { size, sha256 } = known.get(path) ?? hashFile(path);
+        const { size, sha256 } = known.get(path) ?? hashFile(path, verified.get(path));
         files[index] = { path: file.path, sha256, size }; // keys in the manifest's (sorted) order: written without a copy
       } catch (error) {
         unreadable.add(path);
-        findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
+        if (error instanceof PathChangedError) findings.push(pathChanged(display(path), display(path), "it is left out of the skill"));
+        else findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
       }
     });
   }

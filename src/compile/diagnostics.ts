@@ -30,6 +30,7 @@ export const RULES = {
   "root-not-folder": { severity: "error", skip: "none", when: "a root is a file, not a folder" },
   "symlink-escape": { severity: "warn", skip: "skip", when: "a link resolves outside its root" },
   "path-unreadable": { severity: "warn", skip: "skip", when: "a folder or SKILL.md inside a root cannot be read" },
+  "path-changed": { severity: "error", skip: "skip", when: "a file inside a root was replaced after discovery (by a link out of the root, say); it is not read" },
   "skill-folder-too-large": { severity: "error", skip: "keep", when: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
   "field-invalid": { severity: "warn", skip: "keep", when: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", when: "a field outside the model" },

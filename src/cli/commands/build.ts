@@ -98,7 +98,7 @@ async function report(
   } else if (format === "github") {
     writeWorkflowCommands(io.stderr, formatGithub(result.diagnostics));
   } else {
-    const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir));
+    const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir, result.verified));
     const summary = summaryLine(command, result, limits, io.cwd, style);
     write(io.stderr, report ? `${report}\n\n${summary}` : summary);
   }
