@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, rmSync, symlinkSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { bundleOf, stagedCopies } from "../src/bundle/bundle.js";
 import { writeBundle } from "../src/bundle/emit.js";
@@ -229,5 +230,62 @@ describe("a file swapped between discovery and reading is not used (path-changed
       { code: "path-changed", severity: "error", file: "skills/alpha/SKILL.md" },
     ]);
     expect(existsSync(join(dir, "dist/skills"))).toBe(false);
+  });
+});
+
+describe("names and values: canonical twins, huge values, lone surrogates", () => {
+  const config = (roots: string[], extra: object = {}) =>
+    JSON.stringify({ location: "relative", ...extra, agents: { main: { skills: roots.map((root) => ({ root })) } } });
+  const nfc = "caf\u00e9";
+  const nfd = "cafe\u0301";
+
+  it("names that differ only in Unicode normalization are one name: duplicate-name in a root, duplicate-across-sources across", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": config(["skills"]),
+      "skills/a/SKILL.md": skillMd(nfc),
+      "skills/b/SKILL.md": skillMd(nfd),
+      "other/skills.config.json": config(["one", "two"]),
+      "other/one/x/SKILL.md": skillMd(nfc),
+      "other/two/x/SKILL.md": skillMd(nfd),
+    });
+    const inRoot = JSON.parse((await runCli(["check", "--format", "json"], { cwd: dir })).stdout);
+    expect(inRoot.diagnostics.filter((d: { code: string }) => d.code === "duplicate-name")).toMatchObject([
+      { file: "skills/b/SKILL.md", message: `"${nfd}" is already defined by skills/a/SKILL.md (as the same name in another Unicode normalization), which comes first in path order; this one is left out` },
+    ]);
+    expect(inRoot.agents[0].skills).toBe(1);
+    const across = JSON.parse((await runCli(["check", "--format", "json"], { cwd: join(dir, "other") })).stdout);
+    expect(across.diagnostics.map((d: { code: string }) => d.code)).toContain("duplicate-across-sources");
+  });
+
+  it("an 800 KB name gives diagnostics of a few kilobytes, in every format", { timeout: 30_000 }, async () => {
+    const dir = await tempDir();
+    const name = "Huge".repeat(200_000);
+    await writeTree(dir, { "skills.config.json": config(["skills"]), "skills/huge/SKILL.md": skillMd(name, "Does huge things.", "Body.") });
+    for (const format of ["pretty", "github", "json"]) {
+      const run = await runCli(["check", "--format", format], { cwd: dir });
+      expect(run.code).toBe(0);
+      expect(run.stdout.length + run.stderr.length, format).toBeLessThan(10_000);
+      expect(run.stdout + run.stderr).toContain("characters left out");
+    }
+  });
+
+  it("a lone surrogate escaped in the frontmatter is encoding-invalid, so getPrompt equals prompts/<agent>.txt", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": config(["skills"], { rules: { "encoding-invalid": "warn" } }),
+      "skills/good/SKILL.md": skillMd("good"),
+      "skills/half/SKILL.md": '---\nname: half\ndescription: "Half a pair: \\ud800."\n---\n\nBody.\n',
+      "skills/half-name/SKILL.md": '---\nname: "half-\\udc00"\ndescription: Fine.\n---\n\nBody.\n',
+    });
+    const run = await runCli(["build", "--format", "json"], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).diagnostics.map(({ code, file }: { code: string; file: string }) => `${code} ${file}`)).toEqual([
+      "encoding-invalid skills/half-name/SKILL.md",
+      "encoding-invalid skills/half/SKILL.md",
+    ]);
+    const module = await import(pathToFileURL(join(dir, "dist/skills/index.js")).href);
+    expect(module.getPrompt("main")).toBe(await readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8"));
+    expect(module.getPrompt("main")).toContain("<name>good</name>");
   });
 });
