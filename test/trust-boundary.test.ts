@@ -221,6 +221,18 @@ describe("a file swapped between discovery and reading is not used (path-changed
     expect(existsSync(join(dir, "dist/skills/skills/alpha/references/guide.md"))).toBe(false);
   });
 
+  it("a context file that is a link out of the config's folder: symlink-escape, not read", async () => {
+    const { dir, outside } = await project();
+    const config = { location: "relative", agents: { main: { context: ["context/*.md"], skills: [{ root: "skills" }] } } };
+    await writeTree(dir, { "skills.config.json": JSON.stringify(config), "context/rules.md": "# Rules\n", "context/secret.md": { link: join(outside, "references/guide.md") } });
+    const run = await runCli(["build", "--format", "json"], { cwd: dir });
+    expect(run.stdout + run.stderr).not.toContain("outside-the-roots");
+    const prompt = await readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8");
+    expect(prompt).not.toContain("outside-the-roots");
+    expect(prompt).toContain("# Rules");
+    expect(JSON.parse(run.stdout).diagnostics).toMatchObject([{ code: "symlink-escape", file: "context/secret.md" }]);
+  });
+
   it("a skill's folder swapped for a link to an outside folder: its files are not read; by default the build fails", async () => {
     const { dir, outside } = await project({ stage: true });
     const { result, shown, bundleText } = await compileWithSwap(dir, swapForLink(join(dir, "skills/alpha"), outside));

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { BuildCache } from "./cache.js";
-import { readFile } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { glob } from "tinyglobby";
@@ -10,7 +10,7 @@ import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, ty
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { parseSkillFile } from "./parse.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName } from "./render.js";
-import { hashFile, PathChangedError, type FileIdentity, type SkillFile } from "./resources.js";
+import { hashFile, isSameFile, PathChangedError, type FileIdentity, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { suggestName, validateSkill } from "./validate.js";
 import type { ToolStyle } from "../runtime/helpers.js";
@@ -107,7 +107,10 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
       if (skill.file.startsWith(outDir + sep)) continue;
       if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, identity: skill.identities.get("SKILL.md")! });
-      for (const [path, identity] of skill.identities) if (!verified.has(join(dirname(skill.file), path))) verified.set(join(dirname(skill.file), path), identity);
+      for (const [path, identity] of skill.identities) {
+        const absolute = join(dirname(skill.file), path);
+        if (!verified.has(absolute)) verified.set(absolute, identity);
+      }
     }
   }
   options.afterDiscovery?.();
@@ -323,8 +326,17 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
   }
   const files: CompiledAgent["context"]["files"] = [];
   const texts: string[] = [];
+  const configReal = realpathSync.native(configDir);
   for (const { path, file } of paths) {
-    const bytes = await readFile(path).catch((error: NodeJS.ErrnoException) => error);
+    const bytes = readContextFile(path, configDir, configReal);
+    if (bytes === "escapes") {
+      findings.push({ code: "symlink-escape", file, message: `the context file ${file} is a link that resolves outside the config's folder; it is not followed` });
+      continue;
+    }
+    if (bytes === "changed") {
+      findings.push(pathChanged(file, `the context file ${file}`, "it is left out"));
+      continue;
+    }
     if (!(bytes instanceof Uint8Array)) {
       findings.push({ code: "path-unreadable", file, message: `the context file ${file} cannot be read (${bytes.code ?? bytes.message}); it is left out` });
       continue;
@@ -341,6 +353,29 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
     if (trimmed !== "") texts.push(trimmed);
   }
   return { files, text: texts.join("\n\n---\n\n") };
+}
+
+/**
+ * A context file's bytes. A pull request may put a link where a context glob matches: a file under the config's
+ * folder whose real path leaves it is not followed (`escapes`; a glob may name files elsewhere, `../shared/*.md`,
+ * as the config is trusted), and the file read must be the one that check found.
+ */
+function readContextFile(path: string, configDir: string, configReal: string): Uint8Array | "escapes" | "changed" | NodeJS.ErrnoException {
+  let fd: number | undefined;
+  try {
+    const real = realpathSync.native(path);
+    if (path.startsWith(configDir + sep) && !real.startsWith(configReal + sep)) return "escapes";
+    const found = statSync(real, { bigint: true });
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stats = fstatSync(fd, { bigint: true });
+    if (!stats.isFile()) return Object.assign(new Error("not a regular file"), { code: "EISDIR" });
+    if (!isSameFile(stats, found)) return "changed";
+    return readFileSync(fd);
+  } catch (error) {
+    return error as NodeJS.ErrnoException;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /** Sizes and hashes the files of every skill in the bundle, each folder once; `known` holds what was read already. */

@@ -291,8 +291,6 @@ function resolveLink(path: string): { real: string; stats: BigIntStats } | undef
   }
 }
 
-
-
 function realpathOr(path: string): string {
   try {
     return realpathSync.native(path);
