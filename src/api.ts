@@ -1,4 +1,5 @@
-import { readdir, readFile } from "node:fs/promises";
+import { closeSync, lstatSync, readFileSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache } from "./compile/cache.js";
@@ -6,8 +7,7 @@ import { compile, type Compilation, type CompileOptions } from "./compile/compil
 import { loadConfig } from "./compile/config.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { unifiedDiff } from "./review/diff.js";
-import { compareBundle, writeBundle } from "./bundle/emit.js";
-import { hashFile } from "./compile/resources.js";
+import { compareBundle, hashBundleFile, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
 
 export interface CheckOptions {
   /** Config file; found in `cwd` when omitted. */
@@ -43,6 +43,8 @@ export interface StaleFile {
   path: string;
   /** `changed`: other content on disk; `missing`: not on disk; `extra`: on disk only (a build removes it). */
   state: "changed" | "missing" | "extra";
+  /** What stands on disk in place of a regular file, never read or diffed: "a symlink; not followed", "below prompts, a symlink; not followed". */
+  notFollowed?: string;
 }
 
 export interface BuildResult extends CheckResult {
@@ -103,20 +105,20 @@ export async function compileCached(options: CheckOptions): Promise<{ result: Ch
 /** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */
 const STALE_DIFF_LINES = 40;
 
-/** Compares a fresh bundle with the one in `outDir`; reads only. */
+/** Compares a fresh bundle with the one in `outDir`; reads only, and only regular files below it (see `openBundleFile`). */
 async function compareWithDisk(outDir: string, bundle: Bundle, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
+  if (lstatSync(outDir, { throwIfNoEntry: false })?.isSymbolicLink()) throw new OutputError(`${outDir} is a symbolic link; not followed. Set \`outDir\` to the folder it points to.`);
   const stale: StaleFile[] = [];
-  for (const [path, state] of compareBundle(outDir, bundle)) if (state !== "same") stale.push({ path, state });
+  for (const [path, state] of compareBundle(outDir, bundle)) {
+    if (typeof state === "object") stale.push({ path, state: "changed", notFollowed: state.notFollowed });
+    else if (state !== "same") stale.push({ path, state });
+  }
   // Staged copies are compared by hash: they may be large or binary, and the diff below is for text.
   for (const copy of copies) {
-    let existing: string | undefined;
-    try {
-      existing = hashFile(join(outDir, copy.path)).sha256;
-    } catch {
-      existing = undefined;
-    }
-    if (existing === undefined) stale.push({ path: copy.path, state: "missing" });
-    else if (existing !== copy.sha256) stale.push({ path: copy.path, state: "changed" });
+    const existing = hashBundleFile(outDir, copy.path);
+    if ("missing" in existing) stale.push({ path: copy.path, state: "missing" });
+    else if ("notFollowed" in existing) stale.push({ path: copy.path, state: "changed", notFollowed: existing.notFollowed });
+    else if (existing.sha256 !== copy.sha256) stale.push({ path: copy.path, state: "changed" });
   }
   const expected = new Set([...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
   for (const path of await listFiles(outDir)) if (!expected.has(path)) stale.push({ path, state: "extra" });
@@ -125,10 +127,17 @@ async function compareWithDisk(outDir: string, bundle: Bundle, copies: readonly 
   // A missing file is listed, not diffed: its whole text would say nothing the listing does not. Only a file of
   // plain text is diffed (prompts first): one holding skill bodies is too large to hold whole.
   const texts = new Map(bundle.files.flatMap((file) => ("parts" in file && file.parts.every((part) => typeof part === "string") ? [[file.path, file.parts.join("")] as const] : [])));
-  const changed = stale.filter((file) => file.state === "changed" && texts.has(file.path)).map((file) => file.path);
+  const changed = stale.filter((file) => file.state === "changed" && !file.notFollowed && texts.has(file.path)).map((file) => file.path);
   const shown = changed.find((path) => path.startsWith("prompts/")) ?? changed[0];
-  if (shown === undefined) return { stale };
-  const staleDiff = unifiedDiff(await readFile(join(outDir, shown), "utf8"), texts.get(shown)!, {
+  const opened = shown === undefined ? undefined : openBundleFile(outDir, shown);
+  if (shown === undefined || !opened || !("fd" in opened)) return { stale };
+  let onDisk: string;
+  try {
+    onDisk = readFileSync(opened.fd, "utf8");
+  } finally {
+    closeSync(opened.fd);
+  }
+  const staleDiff = unifiedDiff(onDisk, texts.get(shown)!, {
     beforeLabel: `${shown} (on disk)`,
     afterLabel: `${shown} (fresh build)`,
     maxLines: STALE_DIFF_LINES,

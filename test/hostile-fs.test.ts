@@ -167,9 +167,10 @@ describe("SKILL.md that is not a file", () => {
     const dir = await tempDir();
     await mkdir(join(dir, "now-a-folder"));
     execFileSync("mkfifo", [join(dir, "now-a-fifo")]);
-    expect(readSkillBytes(join(dir, "now-a-folder"))).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
-    expect(readSkillBytes(join(dir, "now-a-fifo"))).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
-    expect(readSkillBytes(join(dir, "gone"))).toMatchObject({ code: "path-unreadable", message: "SKILL.md does not exist; the skill is left out" });
+    const found = { dev: 0n, ino: 0n }; // what discovery saw: a file that is gone now
+    expect(readSkillBytes(join(dir, "now-a-folder"), found)).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
+    expect(readSkillBytes(join(dir, "now-a-fifo"), found)).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
+    expect(readSkillBytes(join(dir, "gone"), found)).toMatchObject({ code: "path-unreadable", message: "SKILL.md does not exist; the skill is left out" });
   });
 });
 

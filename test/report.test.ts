@@ -1,3 +1,5 @@
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { main } from "../src/cli/main.js";
@@ -63,7 +65,8 @@ describe("pretty diagnostics", () => {
       "latin1/SKILL.md": new Uint8Array([0x2d, 0x2d, 0x2d, 0x0a, 0xe9, 0x0a]),
     });
     const at = (file: string): Diagnostic => ({ code: "yaml-invalid", severity: "error", message: "m", file, line: 2, column: 1 });
-    const sources = await readSourceLines([at("bom/SKILL.md"), at("latin1/SKILL.md"), at("missing/SKILL.md")], dir);
+    const verified = new Map(["bom/SKILL.md", "latin1/SKILL.md"].map((file) => [join(dir, file), statSync(join(dir, file), { bigint: true })]));
+    const sources = await readSourceLines([at("bom/SKILL.md"), at("latin1/SKILL.md"), at("missing/SKILL.md")], dir, verified);
     expect(sources.get("bom/SKILL.md")).toEqual(["---", "name: x", "---", ""]);
     expect([...sources.keys()]).toEqual(["bom/SKILL.md"]);
   });

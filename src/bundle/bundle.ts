@@ -7,6 +7,7 @@ import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { moduleFiles, placedElsewhere } from "./module.js";
 import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
+import type { FileIdentity } from "../compile/resources.js";
 import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
 
@@ -110,6 +111,8 @@ export interface StagedCopy {
   sha256: string;
   /** `copy`, or `link`: a hard link to the file (a copy where the filesystem cannot link). */
   method: "copy" | "link";
+  /** The file discovery verified inside the root: it is staged only while `from` is still it. */
+  identity: FileIdentity;
 }
 
 /** The files `stage` puts into the bundle, each staged folder once, by bundle path. Pure. */
@@ -123,7 +126,8 @@ export function stagedCopies(compilation: Compilation): StagedCopy[] {
       const root = resolveRoot(config.agents[agent.id]!.skills[skill.source]!.root, dir);
       for (const file of skill.files) {
         const path = `${skill.staged}/${file.path}`;
-        copies.set(path, { from: join(skill.sourceDir, file.path), root, path, sha256: file.sha256, method });
+        const from = join(skill.sourceDir, file.path);
+        copies.set(path, { from, root, path, sha256: file.sha256, method, identity: compilation.verified.get(from)! });
       }
     }
   }

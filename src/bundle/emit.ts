@@ -1,13 +1,13 @@
-import { randomBytes } from "node:crypto";
-import { closeSync, constants, copyFileSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
+import { link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
 import { renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
-import { hashFile } from "../compile/resources.js";
+import { hashFile, hashOpenFile, isSameFile } from "../compile/resources.js";
 import { escapeInvisible } from "../compile/terminal.js";
 import { z } from "zod";
 
@@ -114,12 +114,16 @@ function writeFully(fd: number, bytes: Uint8Array, position: number | null): voi
   }
 }
 
+/** How `compareBundle` finds a file of the bundle on disk. `notFollowed` says what stands there instead of a regular file ("a symlink; not followed"). */
+export type BundleFileState = "same" | "changed" | "missing" | { notFollowed: string };
+
 /**
  * Compares the bundle with the one in `outDir` without holding either whole; reads only. Returns each file's
- * state by path. A file the same as another is compared on its own: on disk it is a file of its own.
+ * state by path. A file the same as another is compared on its own: on disk it is a file of its own. A link or
+ * a special file in the outDir (a pull request controls a committed bundle) is reported, never read.
  */
-export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same" | "changed" | "missing"> {
-  const states = new Map<string, "same" | "changed" | "missing">();
+export function compareBundle(outDir: string, bundle: Bundle): Map<string, BundleFileState> {
+  const states = new Map<string, BundleFileState>();
   const open = new Set<number>();
   const partsOf = new Map(bundle.files.flatMap((file) => ("parts" in file ? [[file.path, file.parts] as const] : [])));
   const files = bundle.files.map((file) => ("sameAs" in file ? { path: file.path, parts: partsOf.get(file.sameAs)! } : file));
@@ -127,17 +131,12 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same
     renderBundle(
       { ...bundle, files },
       (path) => {
-        states.set(path, "same");
+        const opened = openBundleFile(outDir, path);
+        const fd = "fd" in opened ? opened.fd : undefined;
+        states.set(path, "fd" in opened ? "same" : "missing" in opened ? "missing" : opened);
+        if (fd !== undefined) open.add(fd);
         const differs = () => states.set(path, "changed");
         const same = () => states.get(path) === "same";
-        let fd: number | undefined;
-        try {
-          fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NONBLOCK);
-          open.add(fd);
-          if (!fstatSync(fd).isFile()) differs();
-        } catch {
-          states.set(path, "missing");
-        }
         let position = 0;
         let scratch = Buffer.alloc(0);
         /** Whether the disk holds `bytes` at `offset`. */
@@ -173,6 +172,55 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, "same
   }
   return states;
 }
+
+/**
+ * Opens `path` (relative, `/`-separated) in the outDir for reading, when it is a regular file reached through
+ * folders alone: a link anywhere below the outDir is not followed (it could lead out of the project, to
+ * `/proc/self/environ` say), and a FIFO or device is not read (non-blocking, so a FIFO cannot hang).
+ */
+export function openBundleFile(outDir: string, path: string): { fd: number } | { missing: true } | { notFollowed: string } {
+  const segments = path.split("/");
+  for (let depth = 1; depth < segments.length; depth++) {
+    const folder = segments.slice(0, depth).join("/");
+    const stats = lstatSync(join(outDir, folder), { throwIfNoEntry: false });
+    if (!stats) return { missing: true };
+    if (!stats.isDirectory()) return { notFollowed: `below ${folder}, ${describeKind(stats)}` };
+  }
+  let fd: number;
+  try {
+    fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return { missing: true };
+    if (code === "ELOOP") return { notFollowed: "a symlink; not followed" };
+    return { notFollowed: `cannot be read (${code ?? String(error)})` };
+  }
+  const stats = fstatSync(fd);
+  if (stats.isFile()) return { fd };
+  closeSync(fd);
+  return { notFollowed: describeKind(stats) };
+}
+
+function describeKind(stats: Stats): string {
+  if (stats.isSymbolicLink()) return "a symlink; not followed";
+  if (stats.isDirectory()) return "a folder, not a file";
+  if (stats.isFIFO()) return "a FIFO; not read";
+  if (stats.isSocket()) return "a socket; not read";
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device; not read";
+  return "not a regular file; not read";
+}
+
+/** The sha256 of a file of the outDir (see `openBundleFile`), or what stands there instead. */
+export function hashBundleFile(outDir: string, path: string): { sha256: string } | { missing: true } | { notFollowed: string } {
+  const opened = openBundleFile(outDir, path);
+  if (!("fd" in opened)) return opened;
+  try {
+    return { sha256: hashOpenFile(opened.fd).sha256 };
+  } finally {
+    closeSync(opened.fd);
+  }
+}
+
 /**
  * Staging → outDir, the old outDir (if any) moved aside first and returned. Synchronous, so nothing else runs
  * between the two renames: outDir is missing only for that instant, and if the second rename fails the old
@@ -335,28 +383,53 @@ async function realPathOf(path: string): Promise<string> {
  * Copies staged skill files (modes kept, so scripts stay executable) or hard-links them (`method: "link"`), each
  * checked against the manifest's hash. A link goes to the file's real path, which must still lie inside its root
  * (a link followed at discovery, or one put in the file's place since, could lead out); where the filesystem
- * cannot link (another device), the file is copied.
+ * cannot link (another device), the file is copied. Either way the file staged must be the one discovery
+ * verified inside the root (a hard link is that file); a source swapped since is not read.
  */
 async function stageCopies(staging: string, copies: readonly StagedCopy[]): Promise<void> {
   const realRoots = new Map<string, string>();
   for (const copy of copies) {
     const target = join(staging, copy.path);
     await mkdir(dirname(target), { recursive: true });
+    const changed = () => new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
     if (copy.method === "link") {
       const root = realRoots.get(copy.root) ?? (await realpath(copy.root));
       realRoots.set(copy.root, root);
       const real = await realpath(copy.from);
       if (!real.startsWith(root + sep)) throw new OutputError(`${copy.from} now leads outside its root ${copy.root}; it is not staged. Run \`skills build\` again`);
-      await link(real, target).catch(() => copyFile(real, target));
-      // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.
-      if (!(await lstat(target)).isFile()) throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
-    } else {
-      await copyFile(copy.from, target);
+      if (await link(real, target).then(() => true, () => false)) {
+        // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.
+        const linked = await lstat(target, { bigint: true });
+        if (!linked.isFile() || !isSameFile(linked, copy.identity) || hashFile(target).sha256 !== copy.sha256) throw changed();
+        continue;
+      }
     }
-    if (hashFile(target).sha256 !== copy.sha256) {
-      throw new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
+    const source = openSync(copy.from, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const stats = fstatSync(source, { bigint: true });
+      if (!stats.isFile() || !isSameFile(stats, copy.identity)) throw changed();
+      const output = openSync(target, "wx");
+      try {
+        fchmodSync(output, Number(stats.mode & 0o7777n));
+        if (copyOpenFile(source, output) !== copy.sha256) throw changed();
+      } finally {
+        closeSync(output);
+      }
+    } finally {
+      closeSync(source);
     }
   }
+}
+
+/** Copies an open file into another from their offsets; returns the sha256 of what was copied. */
+function copyOpenFile(source: number, target: number): string {
+  const hash = createHash("sha256");
+  const chunk = Buffer.allocUnsafe(256 * 1024);
+  for (let bytesRead; (bytesRead = readSync(source, chunk, 0, chunk.length, null)) > 0; ) {
+    hash.update(chunk.subarray(0, bytesRead));
+    writeFully(target, chunk.subarray(0, bytesRead), null);
+  }
+  return hash.digest("hex");
 }
 
 /**

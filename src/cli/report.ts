@@ -1,8 +1,10 @@
-import { readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
-import { escapeInvisible, type Style } from "../compile/terminal.js";
+import { escapeInvisible, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
+import { isSameFile, type FileIdentity } from "../compile/resources.js";
 
 export type OutputFormat = "pretty" | "json" | "github";
 
@@ -65,15 +67,29 @@ function codeFrame(sourceLine: string, line: number, column: number, style: Styl
 
 /**
  * Reads the files that diagnostics point at a line of (`file` is relative to `dir`, the config folder) the way
- * the parser read them: BOM stripped, CRLF and CR as line breaks. A file that is unreadable, over the size
- * limit or not UTF-8 gets no code frame.
+ * the parser read them: BOM stripped, CRLF and CR as line breaks. Only a file that is still the one discovery
+ * verified inside its root (`verified`, by absolute path) is read: one swapped since for a link out of the root
+ * gets no code frame, nor does one that is unreadable, over the size limit or not UTF-8.
  */
-export async function readSourceLines(diagnostics: readonly Diagnostic[], dir: string): Promise<SourceLines> {
+export async function readSourceLines(diagnostics: readonly Diagnostic[], dir: string, verified: ReadonlyMap<string, FileIdentity>): Promise<SourceLines> {
   const files = new Set(diagnostics.filter((diagnostic) => diagnostic.file && diagnostic.line).map((diagnostic) => diagnostic.file!));
   const sources = new Map<string, string[]>();
+  const readVerified = async (path: string): Promise<Buffer | undefined> => {
+    const identity = verified.get(path);
+    const file = identity && (await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined));
+    if (!file) return undefined;
+    try {
+      const stats = await file.stat({ bigint: true });
+      return stats.isFile() && isSameFile(stats, identity) && stats.size <= MAX_SKILL_FILE_BYTES ? await file.readFile() : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      await file.close();
+    }
+  };
   await Promise.all(
     [...files].map(async (file) => {
-      const bytes = await readFile(join(dir, file)).catch(() => undefined);
+      const bytes = await readVerified(join(dir, file));
       if (!bytes || bytes.byteLength > MAX_SKILL_FILE_BYTES) return;
       let text: string;
       try {
@@ -100,13 +116,14 @@ export function formatGithub(diagnostics: readonly Diagnostic[]): string {
       const properties = [
         // Escaped as in the pretty report before GitHub's own escapes (which the runner undoes): a name with such
         // characters loses its inline annotation, but neither the log nor the annotation shows them raw.
-        diagnostic.file ? `file=${escapeProperty(escapeInvisible(diagnostic.file))}` : undefined,
+        diagnostic.file ? `file=${escapeProperty(escapeWorkflowCommands(escapeInvisible(diagnostic.file)))}` : undefined,
         diagnostic.line ? `line=${diagnostic.line}` : undefined,
         diagnostic.column ? `col=${diagnostic.column}` : undefined,
         `title=${escapeProperty(diagnostic.code)}`,
       ].filter(Boolean);
-      // Names in the message too; its one real line break, before the hint, is GitHub's %0A.
-      const message = escapeInvisible(diagnostic.message) + (diagnostic.hint ? `\n${escapeInvisible(diagnostic.hint)}` : "");
+      // Names in the message too; its one real line break, before the hint, is GitHub's %0A. A `##[` in a name
+      // would be read as a command of its own.
+      const message = escapeWorkflowCommands(escapeInvisible(diagnostic.message) + (diagnostic.hint ? `\n${escapeInvisible(diagnostic.hint)}` : ""));
       return `::${diagnostic.severity === "error" ? "error" : "warning"} ${properties.join(",")}::${escapeData(message)}`;
     })
     .join("\n");

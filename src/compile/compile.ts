@@ -1,17 +1,17 @@
 import { createHash } from "node:crypto";
 import type { BuildCache } from "./cache.js";
-import { readFile } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { glob } from "tinyglobby";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
-import { comparePaths, discoverRoot, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation } from "./render.js";
-import { hashFile, type SkillFile } from "./resources.js";
+import { hashFile, isSameFile, PathChangedError, type FileIdentity, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
@@ -75,6 +75,11 @@ export interface Compilation {
   diagnostics: Diagnostic[];
   /** What was read besides the config (whose files are `config.inputs`): every folder discovery listed, and the context files. What watch mode watches. */
   inputs: { folders: string[]; files: string[] };
+  /**
+   * Each skill file by absolute path, with the identity discovery verified inside its root: a later read (a
+   * `stage` copy, a code frame) uses the file only while it is still that one.
+   */
+  verified: ReadonlyMap<string, FileIdentity>;
 }
 
 export interface CompileOptions {
@@ -84,6 +89,8 @@ export interface CompileOptions {
   cache?: BuildCache;
   /** Absolute outDir, when not the config's (`--out`). */
   outDir?: string;
+  /** @internal For tests: runs between discovery and the first read, so a file can be swapped there deterministically. */
+  afterDiscovery?: () => void;
 }
 
 /** config → discover → parse → validate → select → render, in memory. */
@@ -109,21 +116,27 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const listings = [...roots.values()];
 
   // A file reached through two roots (one nested in the other) is read and checked once.
-  const byFile = new Map<string, { folder: string; dir: string; file: string }>();
+  const byFile = new Map<string, { folder: string; dir: string; file: string; identity: FileIdentity }>();
+  const verified = new Map<string, FileIdentity>();
   for (const listing of listings) {
     findings.push(...listing.findings);
     for (const skill of listing.skills) {
       // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
       if (skill.file.startsWith(outDir + sep)) continue;
-      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file });
+      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, identity: skill.identities.get("SKILL.md")! });
+      for (const [path, identity] of skill.identities) {
+        const absolute = join(dirname(skill.file), path);
+        if (!verified.has(absolute)) verified.set(absolute, identity);
+      }
     }
   }
+  options.afterDiscovery?.();
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
-  const checkFile = ({ file, folder }: { file: string; folder: string }) => {
+  const checkFile = ({ file, folder, identity }: { file: string; folder: string; identity: FileIdentity }) => {
     const displayFile = display(file);
-    const read = readSkillBytes(file);
+    const read = readSkillBytes(file, identity);
     if (!("bytes" in read)) {
       findings.push({ ...read, file: displayFile });
       return;
@@ -262,10 +275,10 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     return compiled;
   }));
 
-  hashSkillFiles(agents, display, findings, skillFileHashes);
+  hashSkillFiles(agents, display, findings, skillFileHashes, verified);
   await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
-  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs };
+  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
 }
 
 function isHidden(skill: AgentSkill): boolean {
@@ -370,8 +383,17 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
   }
   const files: CompiledAgent["context"]["files"] = [];
   const texts: string[] = [];
+  const configReal = realpathSync.native(configDir);
   for (const { path, file } of paths) {
-    const bytes = await readFile(path).catch((error: NodeJS.ErrnoException) => error);
+    const bytes = readContextFile(path, configDir, configReal);
+    if (bytes === "escapes") {
+      findings.push({ code: "symlink-escape", file, message: `the context file ${file} is a link that resolves outside the config's folder; it is not followed` });
+      continue;
+    }
+    if (bytes === "changed") {
+      findings.push(pathChanged(file, `the context file ${file}`, "it is left out"));
+      continue;
+    }
     if (!(bytes instanceof Uint8Array)) {
       findings.push({ code: "path-unreadable", file, message: `the context file ${file} cannot be read (${bytes.code ?? bytes.message}); it is left out` });
       continue;
@@ -390,8 +412,37 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
   return { files, text: texts.join("\n\n---\n\n") };
 }
 
+/**
+ * A context file's bytes. A pull request may put a link where a context glob matches: a file under the config's
+ * folder whose real path leaves it is not followed (`escapes`; a glob may name files elsewhere, `../shared/*.md`,
+ * as the config is trusted), and the file read must be the one that check found.
+ */
+function readContextFile(path: string, configDir: string, configReal: string): Uint8Array | "escapes" | "changed" | NodeJS.ErrnoException {
+  let fd: number | undefined;
+  try {
+    const real = realpathSync.native(path);
+    if (path.startsWith(configDir + sep) && !real.startsWith(configReal + sep)) return "escapes";
+    const found = statSync(real, { bigint: true });
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stats = fstatSync(fd, { bigint: true });
+    if (!stats.isFile()) return Object.assign(new Error("not a regular file"), { code: "EISDIR" });
+    if (!isSameFile(stats, found)) return "changed";
+    return readFileSync(fd);
+  } catch (error) {
+    return error as NodeJS.ErrnoException;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /** Sizes and hashes the files of every skill in the bundle, each folder once; `known` holds what was read already. */
-function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string) => string, findings: Finding[], known: ReadonlyMap<string, { size: number; sha256: string }>): void {
+function hashSkillFiles(
+  agents: readonly CompiledAgent[],
+  display: (path: string) => string,
+  findings: Finding[],
+  known: ReadonlyMap<string, { size: number; sha256: string }>,
+  verified: ReadonlyMap<string, FileIdentity>,
+): void {
   const bySkill = new Map<string, AgentSkill[]>();
   for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);
   const unreadable = new Set<string>();
@@ -400,11 +451,12 @@ function hashSkillFiles(agents: readonly CompiledAgent[], display: (path: string
     files.forEach((file, index) => {
       const path = join(sourceDir, file.path);
       try {
-        const { size, sha256 } = known.get(path) ?? hashFile(path);
+        const { size, sha256 } = known.get(path) ?? hashFile(path, verified.get(path));
         files[index] = { path: file.path, sha256, size }; // keys in the manifest's (sorted) order: written without a copy
       } catch (error) {
         unreadable.add(path);
-        findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
+        if (error instanceof PathChangedError) findings.push(pathChanged(display(path), display(path), "it is left out of the skill"));
+        else findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
       }
     });
   }

@@ -30,6 +30,7 @@ export const RULES = {
   "root-not-folder": { severity: "error", skip: "none", when: "a root is a file, not a folder" },
   "symlink-escape": { severity: "warn", skip: "skip", when: "a link resolves outside its root" },
   "path-unreadable": { severity: "warn", skip: "skip", when: "a folder or SKILL.md inside a root cannot be read" },
+  "path-changed": { severity: "error", skip: "skip", when: "a file inside a root was replaced after discovery (by a link out of the root, say); it is not read" },
   "skill-folder-too-large": { severity: "error", skip: "keep", when: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
   "field-invalid": { severity: "warn", skip: "keep", when: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", when: "a field outside the model" },
@@ -79,12 +80,29 @@ export function resolveFindings(findings: readonly Finding[], overrides: RuleOve
   for (const finding of findings) {
     const setting: RuleSetting = overrides[finding.code] ?? RULES[finding.code].severity;
     if (setting === "off") continue;
-    const key = JSON.stringify([finding.code, finding.file, finding.line, finding.column, finding.message]);
+    const message = clipText(finding.message);
+    const key = JSON.stringify([finding.code, finding.file, finding.line, finding.column, message]);
     if (seen.has(key)) continue;
     seen.add(key);
-    diagnostics.push({ ...finding, severity: setting });
+    diagnostics.push({ ...finding, message, ...(finding.hint === undefined ? {} : { hint: clipText(finding.hint) }), severity: setting });
   }
   return diagnostics.sort(compareDiagnostics);
+}
+
+/** Characters of a message or hint kept: enough for any sentence skillbake writes around a value or two. */
+const MAX_MESSAGE_CHARACTERS = 600;
+
+/**
+ * Messages quote skill text (a name, a key), which may be any size: an 800 KB name made megabytes of
+ * diagnostics. A long message keeps its start and end, which say what and why, and loses the middle.
+ */
+function clipText(text: string): string {
+  if (text.length <= MAX_MESSAGE_CHARACTERS) return text;
+  // Cut between code points, never inside a surrogate pair.
+  const boundary = (at: number) => (/[\udc00-\udfff]/.test(text[at] ?? "") ? at - 1 : at);
+  const head = boundary(400);
+  const tail = boundary(text.length - 150);
+  return `${text.slice(0, head)}… (${tail - head} characters left out) …${text.slice(tail)}`;
 }
 
 function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {

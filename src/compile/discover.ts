@@ -1,8 +1,9 @@
-import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
+import { isSameFile, type FileIdentity } from "./resources.js";
 
 /**
  * Files (and folders) one skill folder may list, counting each path links lead to: links that fan out into a
@@ -23,6 +24,11 @@ export interface DiscoveredSkill {
    * manifest lists and `stage` copies. The walk's rules apply inside the skill folder too.
    */
   files: string[];
+  /**
+   * The identity of each of `files` (and of SKILL.md) when the walk found it inside the root, by the same
+   * relative path: a file read later must still be that one (`path-changed`).
+   */
+  identities: Map<string, FileIdentity>;
 }
 
 export interface RootListing {
@@ -91,6 +97,20 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     return [...layers, { prefix: relDir ? `${relDir}/` : "", matcher: ignore().add(rules) }];
   };
 
+  /** The identity of a regular file the walk listed (`path`, at `realPath`); a finding when it is unreadable or no longer a file. */
+  const identify = (path: string, realPath: string, consequence: string): FileIdentity | undefined => {
+    let stats: BigIntStats;
+    try {
+      stats = lstatSync(realPath, { bigint: true });
+    } catch (error) {
+      findings.push({ code: "path-unreadable", file: display(path), message: `${display(path)} ${describePathError(path, error, "cannot be read")}; ${consequence}` });
+      return undefined;
+    }
+    if (stats.isFile()) return stats;
+    findings.push(pathChanged(display(path), display(path), consequence));
+    return undefined;
+  };
+
   const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], layers: readonly IgnoreLayer[], viaLink: boolean): void => {
     if (listed.has(dirReal)) return; // reached before, through a link or as a link's target: a cycle or a second path
     listed.add(dirReal);
@@ -108,21 +128,25 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     if (skillEntry && !isIgnored(layers, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
       const file = join(dir, "SKILL.md");
       let realFile: string | undefined;
+      let identity: FileIdentity | undefined;
       if (skillEntry.isFile()) {
         realFile = viaLink ? realpathOr(file) : join(dirReal, "SKILL.md");
+        identity = identify(file, join(dirReal, "SKILL.md"), "the folder is not a skill");
       } else if (skillEntry.isSymbolicLink()) {
         const target = resolveLink(file);
         if (target && !isInsideRoot(target.real)) {
           findings.push(escapeFinding(display(file), target.real, display));
           return;
         }
-        if (target?.stats.isFile()) realFile = target.real;
-        else findings.push(notAFile(display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
+        if (target?.stats.isFile()) {
+          realFile = target.real;
+          identity = target.stats;
+        } else findings.push(notAFile(display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
       } else {
         findings.push(notAFile(display(file), describeKind(skillEntry)));
       }
-      if (realFile !== undefined) {
-        const files: string[] = [];
+      if (realFile !== undefined && identity !== undefined) {
+        const files = new Map<string, FileIdentity>();
         const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
         collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(layers, dir, relDir) : layers, entries, files, budget);
         if (budget.left < 0) {
@@ -133,7 +157,8 @@ export function discoverRoot(root: string, display: (path: string) => string): R
             hint: "Move large material out of the skill folder, or remove links that lead to the same folders many times over.",
           });
         }
-        found.push({ file, dir: relDir, realFile, files: files.sort(comparePaths) });
+        files.set("SKILL.md", identity);
+        found.push({ file, dir: relDir, realFile, files: [...files.keys()].sort(comparePaths), identities: files });
         return;
       }
       // A SKILL.md that is not a file (reported above) does not make a skill; keep walking.
@@ -170,7 +195,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     ancestors: readonly string[],
     layers: readonly IgnoreLayer[],
     entries: readonly Dirent[],
-    files: string[],
+    files: Map<string, FileIdentity>,
     budget: { left: number },
   ): void => {
     for (const entry of entries) {
@@ -194,7 +219,8 @@ export function discoverRoot(root: string, display: (path: string) => string): R
         collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(layers, path, rel) : layers, inner, files, budget);
       };
       if (entry.isFile()) {
-        if (!isIgnored(layers, rel, false)) files.push(fileRel);
+        const identity = isIgnored(layers, rel, false) ? undefined : identify(path, join(dirReal, entry.name), "it is left out of the skill's files");
+        if (identity) files.set(fileRel, identity);
       } else if (!entry.isDirectory() && !entry.isSymbolicLink()) {
         if (!isIgnored(layers, rel, false)) findings.push(notInFiles(display(path), describeKind(entry)));
       } else if (entry.isDirectory()) {
@@ -211,7 +237,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
           findings.push(escapeFinding(display(path), target.real, display));
           continue;
         }
-        if (target.stats.isFile()) files.push(fileRel);
+        if (target.stats.isFile()) files.set(fileRel, target.stats);
         else descend(target.real);
       }
     }
@@ -255,10 +281,11 @@ function isIgnored(layers: readonly IgnoreLayer[], rel: string, isDir: boolean):
   return false;
 }
 
-function resolveLink(path: string): { real: string; stats: Stats } | undefined {
+/** Where a link leads; its stats are the target's own (lstat of the real path), to be its identity. */
+function resolveLink(path: string): { real: string; stats: BigIntStats } | undefined {
   try {
     const real = realpathSync.native(path);
-    return { real, stats: statSync(real) };
+    return { real, stats: lstatSync(real, { bigint: true }) };
   } catch {
     return undefined;
   }
@@ -291,7 +318,7 @@ function notInFiles(file: string, what: string): Finding {
   };
 }
 
-function describeKind(entry: Dirent | Stats): string {
+function describeKind(entry: Dirent | Stats | BigIntStats): string {
   if (entry.isDirectory()) return "is a folder";
   if (entry.isFIFO()) return "is a FIFO";
   if (entry.isSocket()) return "is a socket";
@@ -331,12 +358,13 @@ const READ_BUFFER = Buffer.allocUnsafe(MAX_SKILL_FILE_BYTES + 1);
  * Reads at most one byte past the size limit: parsing reports a larger file without it ever being loaded whole.
  * Opened non-blocking, so a FIFO put in a file's place cannot hang the build.
  */
-export function readSkillBytes(file: string): SkillBytes | Finding {
+export function readSkillBytes(file: string, expected: FileIdentity): SkillBytes | Finding {
   let fd: number | undefined;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
     const stats = fstatSync(fd, { bigint: true });
     if (!stats.isFile()) throw Object.assign(new Error("is not a regular file"), { code: "EISDIR" });
+    if (!isSameFile(stats, expected)) return pathChanged(file, "SKILL.md", "the skill is left out");
     let length = 0;
     while (length < READ_BUFFER.length) {
       const bytesRead = readSync(fd, READ_BUFFER, length, READ_BUFFER.length - length, length);
@@ -349,6 +377,16 @@ export function readSkillBytes(file: string): SkillBytes | Finding {
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/** A file that is not the one discovery verified inside the root: it was swapped (for a link out of the root, say) meanwhile. */
+export function pathChanged(file: string, what: string, consequence: string): Finding {
+  return {
+    code: "path-changed",
+    file,
+    message: `${what} is no longer the file found inside the root (it was replaced after discovery); it is not read, and ${consequence}`,
+    hint: "Something changed the skill folder during the build; build again once it is settled.",
+  };
 }
 
 /** Names are read as UTF-8: one that is not comes back with U+FFFD in it, a path that then does not exist. */

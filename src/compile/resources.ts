@@ -16,18 +16,44 @@ const CHUNK = Buffer.allocUnsafe(256 * 1024);
  * Size and sha256 of a file, and its identity and times (which tell the cache whether it changed), read in
  * chunks so a large asset is never held in memory whole. Synchronous: most skill files are a few kilobytes,
  * and a stream's setup costs more than reading them. Opened non-blocking, so a FIFO cannot hang the build.
+ * With `expected` (what discovery verified inside the root), a file that is another one now is not read: it
+ * throws a `PathChangedError`.
  */
-export function hashFile(path: string): { size: number; sha256: string; stats: BigIntStats } {
+export function hashFile(path: string, expected?: FileIdentity): { size: number; sha256: string; stats: BigIntStats } {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const stats = fstatSync(fd, { bigint: true });
     // A device put in a listed file's place (/dev/zero) would be read forever.
     if (!stats.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "EISDIR" });
-    const hash = createHash("sha256");
-    let size = 0;
-    for (let bytesRead; (bytesRead = readSync(fd, CHUNK, 0, CHUNK.length, null)) > 0; size += bytesRead) hash.update(CHUNK.subarray(0, bytesRead));
-    return { size, sha256: hash.digest("hex"), stats };
+    if (expected && !isSameFile(stats, expected)) throw new PathChangedError(path);
+    return { ...hashOpenFile(fd), stats };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Size and sha256 of an open regular file, read from its current offset. */
+export function hashOpenFile(fd: number): { size: number; sha256: string } {
+  const hash = createHash("sha256");
+  let size = 0;
+  for (let bytesRead; (bytesRead = readSync(fd, CHUNK, 0, CHUNK.length, null)) > 0; size += bytesRead) hash.update(CHUNK.subarray(0, bytesRead));
+  return { size, sha256: hash.digest("hex") };
+}
+
+/** Which file a path led to when discovery checked it was inside its root: device and inode. */
+export interface FileIdentity {
+  dev: bigint;
+  ino: bigint;
+}
+
+export function isSameFile(stats: { dev: bigint; ino: bigint }, identity: FileIdentity): boolean {
+  return stats.dev === identity.dev && stats.ino === identity.ino;
+}
+
+/** A file under a root that is no longer the one discovery verified (swapped for a link, say): it is not read. */
+export class PathChangedError extends Error {
+  override name = "PathChangedError";
+  constructor(readonly path: string) {
+    super(`${path} changed after it was found`);
   }
 }

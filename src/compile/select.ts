@@ -102,8 +102,12 @@ export function selectAgent(
     selected = selected.filter((entry) => allowed.matches(entry.skill.name));
   }
 
+  // Canonical twins ("café" in NFC and in NFD) print alike: one name.
   const byName = new Map<string, SelectedSkill[]>();
-  for (const entry of selected) byName.set(entry.skill.name, [...(byName.get(entry.skill.name) ?? []), entry]);
+  for (const entry of selected) {
+    const key = entry.skill.name.normalize("NFC");
+    byName.set(key, [...(byName.get(key) ?? []), entry]);
+  }
   const duplicates = settings.duplicates ?? "keep-all";
   for (const [name, entries] of byName) {
     if (entries.length < 2) continue; // one root never gives a name twice (see uniqueNames), so these come from several sources
@@ -118,7 +122,7 @@ export function selectAgent(
     }
     // `first`: the earliest source wins; `last`: a later source overrides (user skills over built-in ones).
     const winner = duplicates === "first" ? entries[0]! : entries[entries.length - 1]!;
-    selected = selected.filter((entry) => entry.skill.name !== name || entry === winner);
+    selected = selected.filter((entry) => !entries.includes(entry) || entry === winner);
   }
 
   // Only an inlined body stands inside a `<skill>` element: the same text in an available skill's file is harmless.
@@ -148,25 +152,28 @@ function narrow(source: SourceView): readonly RootSkill[] {
 }
 
 /**
+/**
  * Two skills of one name in one root (`duplicate-name`): the first in path order wins, or with
- * `duplicates: "last"` the last (seeds 003 and 004: the last discovered overrides).
+ * `duplicates: "last"` the last (seeds 003 and 004: the last discovered overrides). Names are compared in
+ * Unicode's canonical form (NFC), so "café" spelled with é and with e + U+0301, which print alike, are one name.
  */
 function uniqueNames(skills: readonly RootSkill[], wins: "first" | "last", findings: Finding[]): RootSkill[] {
   const winners = new Map<string, RootSkill>();
   for (const skill of wins === "first" ? skills : [...skills].reverse()) {
-    const winner = winners.get(skill.name);
+    const winner = winners.get(skill.name.normalize("NFC"));
     if (winner) {
+      const spelling = winner.name === skill.name ? "" : ` (as the same name in another Unicode normalization)`;
       findings.push({
         code: "duplicate-name",
         file: skill.displayFile,
         line: 1,
         column: 1,
-        message: `"${skill.name}" is already defined by ${winner.displayFile}, which comes ${wins} in path order${wins === "last" ? ' (duplicates: "last")' : ""}; this one is left out`,
+        message: `"${skill.name}" is already defined by ${winner.displayFile}${spelling}, which comes ${wins} in path order${wins === "last" ? ' (duplicates: "last")' : ""}; this one is left out`,
         hint: "Rename one of the two skills, or delete the copy.",
       });
       continue;
     }
-    winners.set(skill.name, skill);
+    winners.set(skill.name.normalize("NFC"), skill);
   }
   const kept = new Set(winners.values());
   return skills.filter((skill) => kept.has(skill));

@@ -25,6 +25,32 @@ export function escapeInvisible(text: string, { keepTabs = false } = {}): string
   });
 }
 
+/**
+ * What a GitHub Actions runner reads as a workflow command: `::name …` at a line's start after any whitespace
+ * (it trims Unicode whitespace, NEL included), and the older `##[name]` anywhere in a line. Printed from a skill,
+ * `::error file=src/auth.ts::…` would be a forged annotation and `::add-mask::` or `::stop-commands::` would
+ * tamper with the log.
+ */
+const COMMAND_AT_LINE_START = /^([\s\x85]*):(?=:)/gm;
+const LEGACY_COMMAND = /##\[/g;
+
+/**
+ * Escapes, visibly and JSON-style, what would make a line of text a workflow command: the first colon of a
+ * leading `::` (`\x3a:error`) and the bracket of every `##[` (`##\x5b`). The CLI passes every line it prints
+ * through this, so skill text cannot forge one wherever it lands in a line.
+ */
+export function escapeWorkflowCommands(text: string): string {
+  return text.replace(COMMAND_AT_LINE_START, "$1\\x3a").replace(LEGACY_COMMAND, "##\\x5b");
+}
+
+/**
+ * The same for JSON text, losslessly: `##[` can only stand inside a string there, where `\u005b` is the same
+ * bracket to a JSON parser; and no line of `JSON.stringify` output can begin with `::` (keys and strings are quoted).
+ */
+export function escapeWorkflowCommandsInJson(json: string): string {
+  return json.replace(LEGACY_COMMAND, "##\\u005b");
+}
+
 export interface Style {
   red(text: string): string;
   yellow(text: string): string;

@@ -46,6 +46,19 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
   const report = (code: Finding["code"], at: Position, message: string, hint?: string) =>
     findings.push({ code, file, line: at.line, column: at.column, message, ...(hint ? { hint } : {}) });
 
+  // A YAML escape can spell half a surrogate pair ("\ud800"), which no UTF-8 file can hold: the prompt file would
+  // get U+FFFD where the module keeps the lone half, and getPrompt would differ from prompts/<agent>.txt.
+  const unpaired = parsed.fields.find((field) => hasLoneSurrogate(field.key) || hasLoneSurrogate(field.value));
+  if (unpaired) {
+    report(
+      "encoding-invalid",
+      unpaired.valueAt,
+      `\`${unpaired.key.replace(/[\ud800-\udfff]/gu, "\uFFFD")}\` holds a lone UTF-16 surrogate (a YAML escape such as "\\ud800"), which UTF-8 cannot encode; the skill is left out`,
+      "Remove the escape, or write the character it stands for as a whole (a pair of escapes, or the character itself).",
+    );
+    return { findings };
+  }
+
   const byKey = new Map<string, FrontmatterField>();
   for (const field of parsed.fields) byKey.set(field.key, field);
   const top: Position = { line: 1, column: 1 };
@@ -228,10 +241,21 @@ function firstParagraph(body: string): string {
   return lines.join(" ");
 }
 
+/** With the `u` flag a pair is one code point, so this matches only a surrogate without its other half. */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === "string") return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (typeof value === "object" && value !== null) return Object.entries(value).some(([key, item]) => hasLoneSurrogate(key) || hasLoneSurrogate(item));
+  return false;
+}
+
 function checkName(file: string, name: string, folderName: string, at: Position): Finding[] {
   const findings: Finding[] = [];
   const where = { file, line: at.line, column: at.column };
-  if (name !== folderName) {
+  // A folder name is often NFD (macOS) where the frontmatter is NFC: the same name.
+  if (name.normalize("NFC") !== folderName.normalize("NFC")) {
     findings.push({
       code: "name-mismatch",
       ...where,

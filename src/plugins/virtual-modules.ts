@@ -95,7 +95,7 @@ export class VirtualSkills {
         files: [...result.config.inputs, ...result.inputs.files],
         folders: [...result.inputs.folders, ...result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir))],
       };
-      const sources = await readSourceLines(result.diagnostics, result.config.dir);
+      const sources = await readSourceLines(result.diagnostics, result.config.dir, result.verified);
       const report = formatPretty(result.diagnostics, PLAIN, sources);
       if (result.errors > 0) return { failure: { report, errors: errorsOf(result.diagnostics, result.config.dir, sources) }, warnings: "", changed: [], watch: this.watch };
 

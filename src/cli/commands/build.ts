@@ -4,7 +4,7 @@ import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js
 import { watchBuild } from "../watch.js";
 import { formatGithub, formatPretty, formatSummary, readSourceLines, type OutputFormat } from "../report.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { failureMessage, UsageError, write, type Command, type CommandIO, type FlagValues } from "./command.js";
+import { failureMessage, UsageError, write, writeJson, writeWorkflowCommands, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
   --strict           warnings fail the run too
@@ -94,11 +94,11 @@ async function report(
   const style = styleFor(io.stderr, io.env);
 
   if (format === "json") {
-    write(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
+    writeJson(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
   } else if (format === "github") {
-    write(io.stderr, formatGithub(result.diagnostics));
+    writeWorkflowCommands(io.stderr, formatGithub(result.diagnostics));
   } else {
-    const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir));
+    const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir, result.verified));
     const summary = summaryLine(command, result, limits, io.cwd, style);
     write(io.stderr, report ? `${report}\n\n${summary}` : summary);
   }
@@ -165,7 +165,10 @@ function describeChanges(paths: readonly string[], cwd: string): string {
 function staleReport(result: BuildResult, values: FlagValues, cwd: string): string {
   const width = Math.max(...result.stale.map(({ state }) => state.length));
   const lines = [`${shownPath(result.outDir, cwd)} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
-  for (const { path, state } of result.stale) lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${state === "extra" ? " (not in the new bundle; a build removes it)" : ""}`);
+  for (const { path, state, notFollowed } of result.stale) {
+    const note = state === "extra" ? " (not in the new bundle; a build removes it)" : notFollowed ? ` (${escapeInvisible(notFollowed)})` : "";
+    lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${note}`);
+  }
   // Line by line: the diff's line breaks are its layout and the prompt's tabs are text, but a skill's name or
   // description in the prompt may hold control or bidi characters.
   if (result.staleDiff) lines.push("", ...result.staleDiff.split("\n").map((line) => escapeInvisible(line, { keepTabs: true })));

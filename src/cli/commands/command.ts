@@ -2,6 +2,7 @@ import type { ParseArgsConfig } from "node:util";
 import { OutputError } from "../../bundle/emit.js";
 import { ConfigError } from "../../compile/config.js";
 import { describeSystemError, FileSystemError, isSystemError } from "../../compile/fs-error.js";
+import { escapeWorkflowCommands, escapeWorkflowCommandsInJson } from "../../compile/terminal.js";
 
 export interface CommandIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -31,7 +32,22 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
+/** Writes text for a person, a line break after it. No line of it can act as a GitHub workflow command. */
 export function write(stream: NodeJS.WritableStream, text: string): void {
+  writeRaw(stream, escapeWorkflowCommands(text));
+}
+
+/** Writes a JSON document (`--format json`); its data is unchanged for a JSON parser. */
+export function writeJson(stream: NodeJS.WritableStream, json: string): void {
+  writeRaw(stream, escapeWorkflowCommandsInJson(json));
+}
+
+/** Writes the workflow commands of `--format github`, whose every value `formatGithub` escaped. */
+export function writeWorkflowCommands(stream: NodeJS.WritableStream, commands: string): void {
+  writeRaw(stream, commands);
+}
+
+function writeRaw(stream: NodeJS.WritableStream, text: string): void {
   if (text) stream.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 

@@ -1,9 +1,10 @@
-import { readFile, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, open } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { diffBundles, EMPTY_MANIFEST, ManifestError, parseManifest, type Manifest } from "../../review/diff.js";
 import { formatDiffJson, formatDiffMarkdown, formatDiffPretty, type DiffFormat } from "../../review/diff-format.js";
-import { styleFor } from "../../compile/terminal.js";
-import { UsageError, write, type Command } from "./command.js";
+import { escapeInvisible, styleFor } from "../../compile/terminal.js";
+import { UsageError, write, writeJson, type Command } from "./command.js";
 
 const FORMATS: readonly DiffFormat[] = ["pretty", "markdown", "json"];
 
@@ -44,7 +45,7 @@ Examples:
       after = await loadManifest(resolve(io.cwd, afterPath), afterPath);
     } catch (error) {
       if (!(error instanceof ManifestError)) throw error;
-      write(io.stderr, `skills diff: ${error.message}`);
+      write(io.stderr, `skills diff: ${escapeInvisible(error.message)}`);
       return 2;
     }
     if (!before && !after) {
@@ -52,31 +53,43 @@ Examples:
       return 2;
     }
     const diff = diffBundles(before ?? EMPTY_MANIFEST, after ?? EMPTY_MANIFEST);
-    if (format === "json") write(io.stdout, formatDiffJson(diff));
+    if (format === "json") writeJson(io.stdout, formatDiffJson(diff));
     else if (format === "markdown") write(io.stdout, formatDiffMarkdown(diff));
     else write(io.stdout, formatDiffPretty(diff, { before: beforePath, after: afterPath }, styleFor(io.stdout, io.env)));
     return values["exit-code"] === true && diff.changed ? 1 : 0;
   },
 };
 
-/** The manifest of a bundle folder or a manifest.json path; undefined when nothing is there. */
+/**
+ * The manifest of a bundle folder or a manifest.json path; undefined when nothing is there. A pull request may
+ * commit either: a link is not followed (it could lead out of the project) and only a regular file is read.
+ */
 async function loadManifest(path: string, label: string): Promise<Manifest | undefined> {
-  const stats = await stat(path).catch((error: NodeJS.ErrnoException) => {
+  const stats = await lstat(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return undefined;
     throw new ManifestError(`${label}: ${error.message}`);
   });
   if (!stats) return undefined;
+  if (stats.isSymbolicLink()) throw new ManifestError(`${label} is a symlink; not followed. Give the bundle folder or manifest.json it points to.`);
   const file = stats.isDirectory() ? join(path, "manifest.json") : path;
   const shown = stats.isDirectory() ? join(label, "manifest.json") : label;
-  // A FIFO or a device would be read forever (or block until something writes to it).
-  const kind = stats.isDirectory() ? await stat(file).catch(() => undefined) : stats;
-  if (kind && !kind.isFile()) throw new ManifestError(`${shown} is not a regular file; give a bundle folder (an outDir) or a manifest.json`);
+  const notAFile = `${shown} is not a regular file; give a bundle folder (an outDir) or a manifest.json`;
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    // Non-blocking: a FIFO or a device would be read forever (or block until something writes to it).
+    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    try {
+      if (!(await handle.stat()).isFile()) throw new ManifestError(notAFile);
+      text = await handle.readFile("utf8");
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
-    const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
-    throw new ManifestError(missing ? `${label} is a folder without a manifest.json; give a bundle folder (an outDir) or a manifest.json` : `${shown}: ${(error as Error).message}`);
+    if (error instanceof ManifestError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new ManifestError(`${label} is a folder without a manifest.json; give a bundle folder (an outDir) or a manifest.json`);
+    if (code === "ELOOP") throw new ManifestError(`${shown} is a symlink; not followed. Give the bundle folder or manifest.json it points to.`);
+    throw new ManifestError(`${shown}: ${(error as Error).message}`);
   }
   try {
     return parseManifest(JSON.parse(text), shown);

@@ -3,7 +3,7 @@ import { check, type CheckResult } from "../../api.js";
 import type { CompiledAgent } from "../../compile/compile.js";
 import { escapeInvisible } from "../../compile/terminal.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { UsageError, write, type Command } from "./command.js";
+import { UsageError, write, writeJson, type Command } from "./command.js";
 
 export const listCommand: Command = {
   name: "list",
@@ -41,7 +41,7 @@ Examples:
     const agents = result.agents.filter((agent) => wanted === undefined || agent.id === wanted).map((agent) => listAgent(agent, result));
 
     if (format === "json") {
-      write(io.stdout, JSON.stringify({ agents, errors: result.errors, warnings: result.warnings }, null, 2));
+      writeJson(io.stdout, JSON.stringify({ agents, errors: result.errors, warnings: result.warnings }, null, 2));
     } else {
       write(io.stdout, agents.map(formatAgent).join("\n\n"));
     }

@@ -5,7 +5,7 @@ import { frontmatterJsonSchemaWith, type FrontmatterSchema } from "../../compile
 import { manifestJsonSchema } from "../../bundle/manifest.js";
 import { frontmatterJsonSchema } from "../../compile/model.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { UsageError, write, type Command } from "./command.js";
+import { UsageError, writeJson, type Command } from "./command.js";
 
 /**
  * Each schema is generated from the zod model the compiler itself validates with; the frontmatter's and the
@@ -44,7 +44,7 @@ Examples:
     if (!schema) throw new UsageError(`unknown schema "${kind}"; choose ${KINDS.join(", ")}.${didYouMean(kind, KINDS)}`);
     const configFile = (values.config as string | undefined) ?? CONFIG_FILE_NAMES.find((name) => existsSync(join(io.cwd, name)));
     const custom = schema.customFields && configFile !== undefined ? (await loadConfig(configFile, io.cwd)).config.frontmatter : undefined;
-    write(io.stdout, JSON.stringify(schema.schema(custom), null, 2));
+    writeJson(io.stdout, JSON.stringify(schema.schema(custom), null, 2));
     return 0;
   },
 };
