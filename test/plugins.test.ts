@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { build as esbuild, type BuildFailure } from "esbuild";
+import { build as esbuild, formatMessages, type BuildFailure } from "esbuild";
 import { createServer, createLogger } from "vite";
 import { describe, expect, it } from "vitest";
 import esbuildSkills from "../src/plugins/esbuild.js";
@@ -160,5 +160,16 @@ describe("skillbake/esbuild", () => {
     expect(error!.text).toMatch(/^the frontmatter is not valid YAML: .*\[yaml-invalid\]$/);
     expect(error!.location).toMatchObject({ file: "skills/alpha/SKILL.md", line: 3, column: 20, lineText: "description: [broken" });
     expect(error!.notes[0]!.text).toContain('Quote the value: description: "[broken"');
+  });
+
+  it("quotes a forged workflow command in a SKILL.md so that no line of esbuild's log can run it", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "skills", "alpha", "SKILL.md"), "---\nname: alpha\ndescription: A skill.\n::error file=src/auth.ts,line=1::FORGED\n---\nBody.\n");
+    const failure = (await bundle(dir).catch((error: BuildFailure) => error)) as BuildFailure;
+    expect(failure.errors).toHaveLength(1);
+    const [error] = failure.errors;
+    expect(error!.location).toMatchObject({ file: "skills/alpha/SKILL.md", line: 4, lineText: "\\x3a:error file=src/auth.ts,line=1::FORGED" });
+    const printed = (await formatMessages(failure.errors, { kind: "error" })).join("\n");
+    expect(printed.split("\n").filter((line) => /^\s*(::|##\[)/.test(line))).toEqual([]);
   });
 });

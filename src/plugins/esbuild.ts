@@ -1,6 +1,6 @@
 import { relative } from "node:path";
 import type { PartialMessage, Plugin } from "esbuild";
-import { escapeInvisible } from "../compile/terminal.js";
+import { escapeInvisible, escapeWorkflowCommands } from "../compile/terminal.js";
 import { isVirtualId, VirtualSkills, type SkillsError, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
 
 export type { SkillsPluginOptions } from "./virtual-modules.js";
@@ -47,7 +47,9 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
 
 /** An error as esbuild reports it: a path relative to the working folder, a 0-based byte column, the line quoted. */
 function message(error: SkillsError, root: string): PartialMessage {
-  const lineText = error.lineText === undefined ? undefined : escapeInvisible(error.lineText, { keepTabs: true });
+  // Escaped as a code frame is (esbuild prints the line raw); the column counts the escaped text.
+  const quoted = (text: string) => escapeWorkflowCommands(escapeInvisible(text, { keepTabs: true }));
+  const lineText = error.lineText === undefined ? undefined : quoted(error.lineText);
   const prefix = error.lineText?.slice(0, (error.column ?? 1) - 1) ?? "";
   return {
     text: error.text,
@@ -56,7 +58,7 @@ function message(error: SkillsError, root: string): PartialMessage {
       ? {
           location: {
             file: relative(root, error.file),
-            ...(error.line ? { line: error.line, column: Buffer.byteLength(escapeInvisible(prefix, { keepTabs: true })) } : {}),
+            ...(error.line ? { line: error.line, column: Buffer.byteLength(quoted(prefix)) } : {}),
             ...(lineText === undefined ? {} : { lineText }),
           },
         }

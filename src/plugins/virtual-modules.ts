@@ -5,7 +5,7 @@ import { bundleOf, bundleTexts } from "../bundle/bundle.js";
 import { ConfigError } from "../compile/config.js";
 import type { Diagnostic } from "../compile/diagnostics.js";
 import { formatPretty, readSourceLines, type SourceLines } from "../cli/report.js";
-import { escapeInvisible } from "../compile/terminal.js";
+import { escapeInvisible, escapeWorkflowCommands } from "../compile/terminal.js";
 
 /** What the bundler plugins serve: `virtual:skills` (every agent, as index.js) and `virtual:skills/<agent>`. */
 export const VIRTUAL_ID = "virtual:skills";
@@ -84,7 +84,8 @@ export class VirtualSkills {
       return await this.compile();
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
-      return { failure: { report: error.message, errors: [{ text: error.message }] }, warnings: "", changed: [], watch: this.watch };
+      const text = escapeWorkflowCommands(error.message);
+      return { failure: { report: text, errors: [{ text }] }, warnings: "", changed: [], watch: this.watch };
     }
   }
 
@@ -96,7 +97,8 @@ export class VirtualSkills {
         folders: [...result.inputs.folders, ...result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir))],
       };
       const sources = await readSourceLines(result.diagnostics, result.config.dir, result.verified);
-      const report = formatPretty(result.diagnostics, PLAIN, sources);
+      // A bundler prints these to a CI log as they are: no line of skill text may act as a workflow command there.
+      const report = escapeWorkflowCommands(formatPretty(result.diagnostics, PLAIN, sources));
       if (result.errors > 0) return { failure: { report, errors: errorsOf(result.diagnostics, result.config.dir, sources) }, warnings: "", changed: [], watch: this.watch };
 
       const bundle = bundleOf(result);
@@ -157,10 +159,15 @@ function errorsOf(diagnostics: readonly Diagnostic[], dir: string, sources: Sour
   return diagnostics
     .filter((diagnostic) => diagnostic.severity === "error")
     .map(({ code, message, hint, file, line, column }) => ({
-      text: `${escapeInvisible(message)}  [${code}]`,
-      ...(hint ? { hint: escapeInvisible(hint) } : {}),
+      text: shown(`${message}  [${code}]`),
+      ...(hint ? { hint: shown(hint) } : {}),
       // Escaped as the report escapes it: a bundler prints the path raw, and a folder's name may hold any character.
-      ...(file ? { file: escapeInvisible(join(dir, file)) } : {}),
+      ...(file ? { file: shown(join(dir, file)) } : {}),
       ...(file && line ? { line, column: column ?? 1, lineText: sources.get(file)?.[line - 1] } : {}),
     }));
+}
+
+/** Text from a skill as a bundler prints it: hidden characters escaped, and unable to start a GitHub workflow command. */
+function shown(text: string): string {
+  return escapeWorkflowCommands(escapeInvisible(text));
 }
