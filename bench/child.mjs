@@ -28,10 +28,10 @@ async function run() {
     }
     // Pi's runtime loader and formatter, as Pi runs them at startup.
     case "pi": {
-      const [piDir, root, agentDir] = args;
+      const [piDir, root, agentDir, ...roots] = args;
       const { loadSkills, formatSkillsForPrompt } = await import(pathToFileURL(join(piDir, "dist/core/skills.js")).href);
       const start = performance.now();
-      const { skills } = loadSkills({ cwd: root, agentDir, skillPaths: [root], includeDefaults: false });
+      const { skills } = loadSkills({ cwd: root, agentDir, skillPaths: roots.length > 0 ? roots : [root], includeDefaults: false });
       const prompt = formatSkillsForPrompt(skills);
       return { ms: performance.now() - start, skills: skills.length, chars: prompt.length };
     }
@@ -57,13 +57,15 @@ async function run() {
       if (!result.ok || !result.written) throw new Error("the watch rebuild did not write the bundle");
       return { ms, parsed: result.cache.parsed };
     }
-    // A server's startup: import one agent's generated module and get its prompt.
+    // A server's startup: import one agent's generated module and get its prompt, then (given a name) the
+    // model's first skill call: one getSkill.
     case "import": {
-      const [moduleFile, agent] = args;
+      const [moduleFile, agent, skill] = args;
       const start = performance.now();
       const module = await import(pathToFileURL(moduleFile).href);
       const prompt = module.getPrompt(agent);
-      return { ms: performance.now() - start, chars: prompt.length };
+      const body = skill === undefined ? "" : module.getSkill(agent, skill).body;
+      return { ms: performance.now() - start, chars: prompt.length, bodyChars: body.length };
     }
     default:
       throw new Error(`unknown task ${task}`);

@@ -8,6 +8,12 @@
 // A SKILL.md is ~7 KB: frontmatter with name, description and, for some, optional fields, then a
 // Markdown body of headings, paragraphs, lists and code blocks. A .gitignore at the root hides a
 // drafts/ folder, as real catalogues do.
+//
+// `realistic: true` shapes it like a mix of real public catalogues: one skill in four has resource folders
+// of dozens of files (references/, scripts/, assets/), one in six a name that differs from its folder and one
+// in eleven an upper-case one (warnings), one in eight a folded block scalar or an anchor and one in ten a
+// double-quoted description with escapes (YAML that needs the full parser), and one in forty a description
+// over 1,024 characters (a warning).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -36,7 +42,7 @@ function random(seed) {
 }
 
 /** Writes `count` skills under `root` (which should be empty) and returns their SKILL.md paths in creation order. */
-export function generateCatalogue(root, count, seed = 1) {
+export function generateCatalogue(root, count, seed = 1, { realistic = false } = {}) {
   const rand = random(seed);
   const pick = (list) => list[Math.floor(rand() * list.length)];
   const sentence = (min, max) => {
@@ -55,7 +61,16 @@ export function generateCatalogue(root, count, seed = 1) {
     const dir = index % 3 === 2 ? join(root, area, GROUPS[(index >> 2) % GROUPS.length], name) : join(root, area, name);
     mkdirSync(dir, { recursive: true });
 
-    const frontmatter = [`name: ${name}`, `description: ${sentence(12, 40).replace(/:/g, "")} Use when ${sentence(6, 14).toLowerCase()}`];
+    const description = `${sentence(12, 40).replace(/:/g, "")} Use when ${sentence(6, 14).toLowerCase()}`;
+    const frontmatter = [`name: ${name}`, `description: ${description}`];
+    if (realistic) {
+      if (index % 6 === 1) frontmatter[0] = `name: ${name}-renamed`;
+      else if (index % 11 === 3) frontmatter[0] = `name: ${name.toUpperCase()}`;
+      if (index % 8 === 2) frontmatter[1] = `description: >-\n  ${description}\n  ${sentence(6, 12)}`;
+      else if (index % 8 === 6) frontmatter.push("defaults: &defaults", "  owner: platform", "settings:", "  <<: *defaults", "  retries: 3");
+      else if (index % 10 === 4) frontmatter[1] = `description: "${description} Note: \\"${sentence(4, 8)}\\""`;
+      else if (index % 40 === 7) frontmatter[1] = `description: ${Array.from({ length: 8 }, () => sentence(20, 30)).join(" ")}`;
+    }
     if (index % 4 === 0) frontmatter.push("license: MIT");
     if (index % 5 === 0) frontmatter.push(`allowed-tools: ${TOOLS.filter(() => rand() < 0.4).join(" ") || "Read"}`);
     if (index % 7 === 0) frontmatter.push("metadata:", `  author: team-${pick(AREAS)}`, `  version: "1.${index % 10}"`);
@@ -77,6 +92,14 @@ export function generateCatalogue(root, count, seed = 1) {
       mkdirSync(join(dir, "references"));
       writeFileSync(join(dir, "references", "guide.md"), `# Guide\n\n${paragraph()}\n`);
       writeFileSync(join(dir, "references", "examples.md"), `# Examples\n\n${paragraph()}\n`);
+    }
+    if (realistic && index % 4 === 1) {
+      for (const folder of ["references", "scripts", "assets"]) mkdirSync(join(dir, folder), { recursive: true });
+      const resources = 24 + Math.floor(rand() * 24);
+      for (let file = 0; file < resources; file++) {
+        const [folder, extension] = [["references", "md"], ["scripts", "sh"], ["assets", "json"]][file % 3];
+        writeFileSync(join(dir, folder, `${pick(WORDS)}-${file}.${extension}`), `${paragraph()}\n`);
+      }
     }
   }
   mkdirSync(join(root, "drafts", "unfinished"), { recursive: true });
