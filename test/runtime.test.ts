@@ -138,6 +138,27 @@ describe("createRuntime", () => {
     expect(lazy.agents.main!.skills).toHaveLength(1);
     expect(calls).toBe(1);
   });
+
+  it("reads a skill's body on its own first lookup only: one getSkill of many builds one entry", () => {
+    const names = ["a", "b", "c", "d"];
+    const read: number[] = [];
+    // As the modules give them: each body a getter.
+    const bodies = Object.defineProperties({}, Object.fromEntries(names.map((name, index) => [index, { get: () => (read.push(index), `# ${name}`) }])));
+    const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: names } }, () => ({
+      files: names.map((name) => file(name)),
+      bodies,
+      agents: { main: names.map((_, index) => ({ file: index, listed: true, mode: "available" as const, source: 0 })) },
+    }));
+    const first = lazy.getSkill("main", "c");
+    expect([first.body, read]).toEqual(["# c", [2]]);
+    expect([lazy.findSkill("main", "c"), lazy.renderSkill("main", "c"), read]).toEqual([first, expect.stringContaining("# c"), [2]]);
+    expect(lazy.expandCommand("main", "/a x")).toBe("[Skill: a]\n\n# a\n\nARGUMENTS: x");
+    expect(read).toEqual([2, 0]);
+    // Listing them all builds the rest, once, and hands out the entries already built.
+    expect(lazy.agents.main!.skills[2]).toBe(first);
+    expect(Object.isFrozen(lazy.agents.main!.skills[3]!.files)).toBe(true);
+    expect(read.sort()).toEqual([0, 1, 2, 3]);
+  });
 });
 
 describe("renderSkill agrees with the prompt's inline blocks (src/compile/render.ts)", () => {

@@ -95,10 +95,13 @@ export interface AgentData {
   tool?: { style: ToolStyle; name: string };
 }
 
-/** Every skill's data, built on first use (see `createRuntime`): `bodies[i]` is the body of `files[i]`. */
+/**
+ * Every skill's data, loaded on the first lookup (see `createRuntime`): `bodies[i]` is the body of `files[i]`. The
+ * modules give `bodies` as an object of getters, so the engine compiles a body only when a lookup reads it.
+ */
 export interface SkillTable {
   files: Omit<SkillFile, "body">[];
-  bodies: string[];
+  bodies: Readonly<Record<number, string>>;
   /** `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging). */
   agents: Record<string, { file: number; listed: boolean; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
 }
@@ -140,32 +143,52 @@ export interface Runtime {
 }
 
 /**
- * The bundle's API over its data. `loadSkills` returns every skill, bodies included; it runs on the first
- * lookup, not at import: a module of thousands of skills is then parsed lazily by the JS engine, and importing
- * it to call `getPrompt` costs little more than reading the file. Everything handed out is deep-frozen.
+ * The bundle's API over its data. `loadSkills` returns every skill; it runs on the first lookup, not at import:
+ * a module of thousands of skills is then parsed lazily by the JS engine, and importing it to call `getPrompt`
+ * costs little more than reading the file. A skill's entry is built, and its body read, on its own first lookup:
+ * one `getSkill` of ten thousand skills compiles one body, not all. Everything handed out is deep-frozen.
  */
 export function createRuntime(agentData: Record<string, AgentData>, loadSkills: () => SkillTable): Runtime {
   const ids = Object.keys(agentData);
-  let table: Map<string, { entries: readonly SkillEntry[]; byName: Map<string, SkillEntry> }> | undefined;
+  let table: SkillTable | undefined;
+  /** Per agent: its skill rows, each name's first position, the entries built so far, and the whole list once asked for. */
+  const agentSkills = new Map<string, { rows: SkillTable["agents"][string]; byName: Map<string, number>; built: SkillEntry[]; entries?: readonly SkillEntry[] }>();
   const skillsOf = (agent: string) => {
-    if (!table) {
-      const { files, bodies, agents } = loadSkills();
-      table = new Map();
-      for (const id of ids) {
-        const entries = deepFreeze(
-          agents[id]!.map(({ file, listed, mode, source, location, baseDir }) => {
-            const shared = files[file]!;
-            const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
-            return { ...shared, ...elsewhere, body: bodies[file]!, mode, listed, source, structure: summarizeStructure(shared.files) };
-          }),
-        );
-        const byName = new Map<string, SkillEntry>();
-        // A name selected from several sources is listed twice; the first (the one the prompt lists first) wins.
-        for (const entry of entries) if (!byName.has(entry.name)) byName.set(entry.name, entry);
-        table.set(id, { entries, byName });
-      }
+    table ??= loadSkills();
+    let skills = agentSkills.get(agent);
+    if (!skills) {
+      const { files, agents } = table;
+      const rows = agents[agent]!;
+      const byName = new Map<string, number>();
+      // A name selected from several sources is listed twice; the first (the one the prompt lists first) wins.
+      rows.forEach((row, position) => {
+        const { name } = files[row.file]!;
+        if (!byName.has(name)) byName.set(name, position);
+      });
+      skills = { rows, byName, built: [] };
+      agentSkills.set(agent, skills);
     }
-    return table.get(agent)!;
+    return skills;
+  };
+  const entryAt = (agent: string, position: number): SkillEntry => {
+    const skills = skillsOf(agent);
+    let entry = skills.built[position];
+    if (!entry) {
+      const { file, listed, mode, source, location, baseDir } = skills.rows[position]!;
+      const shared = table!.files[file]!;
+      const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
+      entry = deepFreeze({ ...shared, ...elsewhere, body: table!.bodies[file]!, mode, listed, source, structure: summarizeStructure(shared.files) });
+      skills.built[position] = entry;
+    }
+    return entry;
+  };
+  const entryNamed = (agent: string, name: string): SkillEntry | undefined => {
+    const position = skillsOf(agent).byName.get(name);
+    return position === undefined ? undefined : entryAt(agent, position);
+  };
+  const entriesOf = (agent: string): readonly SkillEntry[] => {
+    const skills = skillsOf(agent);
+    return (skills.entries ??= Object.freeze(skills.rows.map((_, position) => entryAt(agent, position))));
   };
 
   const dataOf = (agent: string): AgentData => {
@@ -179,9 +202,9 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
   const getSkill = (agent: string, name: string): SkillEntry => {
     dataOf(agent);
     checkName("skill name", name);
-    const { byName } = skillsOf(agent);
-    const entry = byName.get(name);
+    const entry = entryNamed(agent, name);
     if (entry) return entry;
+    const { byName } = skillsOf(agent);
     throw new SkillError(
       "NOT_FOUND",
       byName.size === 0
@@ -192,7 +215,7 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
 
   const findSkill = (agent: string, name: string): SkillEntry | undefined => {
     if (typeof agent !== "string" || !Object.hasOwn(agentData, agent) || typeof name !== "string") return undefined;
-    return skillsOf(agent).byName.get(name);
+    return entryNamed(agent, name);
   };
 
   const renderSkill = (agent: string, name: string, args = "", options: RenderOptions = {}): string => {
@@ -208,7 +231,7 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     dataOf(agent);
     let list = userInvocable.get(agent);
     if (!list) {
-      list = Object.freeze([...skillsOf(agent).byName.values()].filter(isUserInvocable));
+      list = Object.freeze([...skillsOf(agent).byName.values()].map((position) => entryAt(agent, position)).filter(isUserInvocable));
       userInvocable.set(agent, list);
     }
     return list;
@@ -218,7 +241,7 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     dataOf(agent);
     if (typeof text !== "string") throw new SkillError("INVALID_PARAM", `A command is a string, not ${describe(text)}.`);
     const command = /^\/(?:skill:)?(\S+)(?:\s+([^]*))?$/.exec(text);
-    const skill = command ? skillsOf(agent).byName.get(command[1]!) : undefined;
+    const skill = command ? entryNamed(agent, command[1]!) : undefined;
     if (!skill || !isUserInvocable(skill)) return undefined;
     return `[Skill: ${skill.name}]\n\n${applyArguments(skill.body, command![2] ?? "")}`;
   };
@@ -256,7 +279,7 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
       ...(description === undefined ? {} : { description }),
       prompt,
       get skills() {
-        return skillsOf(id).entries;
+        return entriesOf(id);
       },
     });
   }
