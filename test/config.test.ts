@@ -17,7 +17,7 @@ describe("loadConfig", () => {
     expect(loaded.file).toBe(join(dir, "skills.config.mjs"));
     expect(loaded.config).toEqual({
       outDir: "dist/skills",
-      location: "absolute",
+      location: "relative",
       format: "pi",
       yaml: "strict",
       rules: {},

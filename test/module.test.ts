@@ -145,8 +145,8 @@ console.log(JSON.stringify({
     expect(notes).toEqual({ ...Object.fromEntries(shared.map((key) => [key, fromManifest[key]])), files, structure: fromManifest.structure, mode: "available", listed: true, source: 0 });
     expect(notes.fields).toEqual({ "allowed-tools": ["Read", "Grep"], tags: ["a", "b"], "user-invocable": false, context: "inline", agent: "general", "disable-model-invocation": false });
     expect(notes.extra).toEqual({ owner: { team: "docs", since: 2024 } });
-    expect(notes.location).toBe(join(dir, "skills/notes/SKILL.md"));
-    expect(notes.baseDir).toBe(join(dir, "skills/notes"));
+    expect(notes.location).toBe("skills/notes/SKILL.md");
+    expect(notes.baseDir).toBe("skills/notes");
     expect(index.getSkill("coding", "commit").mode).toBe("inline");
     expect(index.agents.coding!.skills.map((skill) => skill.name)).toEqual(["commit", "deploy", "notes"]);
   });
@@ -159,7 +159,7 @@ console.log(JSON.stringify({
 
   describe("renderSkill", () => {
     const block = (name: string, body: string) =>
-      `<skill name="${name}" location="${join(dir, `skills/${name}/SKILL.md`)}">\nReferences are relative to ${join(dir, `skills/${name}`)}.\n\n${body}\n</skill>`;
+      `<skill name="${name}" location="skills/${name}/SKILL.md">\nReferences are relative to skills/${name}.\n\n${body}\n</skill>`;
 
     it("is the prompt's inline block when there are no arguments", async () => {
       const index = await load("index.js");
@@ -188,7 +188,7 @@ console.log(JSON.stringify({
 
     it("renders the agent's format: markdown", async () => {
       const index = await load("index.js");
-      expect(index.renderSkill("chat", "review", "now")).toBe(`[Skill: review]\nBase directory for this skill: ${join(dir, "skills/review")}\n\nReview the change.\n\nARGUMENTS: now`);
+      expect(index.renderSkill("chat", "review", "now")).toBe(`[Skill: review]\nBase directory for this skill: skills/review\n\nReview the change.\n\nARGUMENTS: now`);
     });
   });
 

@@ -20,7 +20,8 @@ describe("prompts are byte-identical to Pi's", () => {
     const config = join(dir, "skills.config.json");
     await writeFile(
       config,
-      JSON.stringify({ agents: { listed: { skills: [{ root }] }, inlined: { skills: [{ root, inline: ["*"] }] } } }),
+      // Pi names each skill by its absolute path: the goldens are `absolute` locations.
+      JSON.stringify({ location: "absolute", agents: { listed: { skills: [{ root }] }, inlined: { skills: [{ root, inline: ["*"] }] } } }),
     );
     const result = await check({ config });
     const prompt = (id: string) => result.agents.find((agent) => agent.id === id)!.prompt.replaceAll(root, "<ROOT>");

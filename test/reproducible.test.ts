@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readdir, readFile, utimes } from "node:fs/promises";
+import { cp, readdir, readFile, rm, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -8,11 +8,10 @@ import { stableJson } from "../src/bundle/parts.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A catalogue whose names sort differently by locale than bytewise, nested folders, and a date-like field. */
-function catalogue(location: unknown): Record<string, string> {
+function catalogue(location?: unknown): Record<string, string> {
   return {
     "skills.config.ts": `import { defineConfig } from "skillbake";
-export default defineConfig({
-  location: ${JSON.stringify(location)},
+export default defineConfig({${location === undefined ? "" : `\n  location: ${JSON.stringify(location)},`}
   agents: {
     coding: { skills: [{ root: "skills", available: ["*"], inline: ["b-inline"] }] },
     review: { skills: [{ root: "skills", available: ["a-*", "z*"] }, { root: "more" }], format: "markdown" },
@@ -132,5 +131,21 @@ describe("reproducible bundles", () => {
     expect((await runCli(["build"], { cwd: first })).code).toBe(0);
     const edited = JSON.parse(await readFile(join(first, "dist/skills/manifest.json"), "utf8"));
     expect(edited.hashes.inputs).not.toBe(manifest.hashes.inputs);
+  });
+
+  it("are byte-identical by default: one project copied to another folder checks as current and rebuilds the same bytes", async () => {
+    const first = await tempDir("skillbake-copy-a-");
+    await writeTree(first, catalogue()); // no `location`: the default
+    expect((await runCli(["build"], { cwd: first })).code).toBe(0);
+    const second = join(await tempDir("skillbake-copy-b-"), "another/checkout");
+    await cp(first, second, { recursive: true });
+
+    const check = await runCli(["build", "--check"], { cwd: second });
+    expect(check.code, check.stderr).toBe(0);
+    await rm(join(second, "dist"), { recursive: true });
+    expect((await runCli(["build"], { cwd: second })).code).toBe(0);
+    const [a, b] = [await readBundle(join(first, "dist/skills")), await readBundle(join(second, "dist/skills"))];
+    expect([...b.keys()]).toEqual([...a.keys()]);
+    for (const [path, bytes] of a) expect(b.get(path)!.equals(bytes), path).toBe(true);
   });
 });

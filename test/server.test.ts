@@ -58,7 +58,7 @@ describe("examples/server", () => {
   it("answers a use_skill call with the skill's block, arguments applied", async () => {
     const response = await fetch(`${base}/agents/coding/use_skill`, { method: "POST", body: JSON.stringify({ skill: "test", args: `"src/a b.ts" vitest` }) });
     expect(response.status).toBe(200);
-    expect(await response.text()).toMatch(/^<skill name="test" location="[^"]+\/skills\/test\/SKILL\.md">\nReferences are relative to .+\n\nTest src\/a b\.ts with vitest\.\n<\/skill>$/);
+    expect(await response.text()).toMatch(/^<skill name="test" location="skills\/test\/SKILL\.md">\nReferences are relative to skills\/test\.\n\nTest src\/a b\.ts with vitest\.\n<\/skill>$/);
   });
 
   it("answers 404 naming the valid skills for an unknown one, 400 for a bad request", async () => {

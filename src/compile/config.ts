@@ -93,7 +93,7 @@ export const configSchema = z.strictObject({
   outDir: z.string().min(1).default("dist/skills"),
   location: z
     .union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })], { error: 'expected "absolute", "relative" or { base: "/where/the/app/runs" }' })
-    .default("absolute"),
+    .default("relative"),
   format: formatSchema.default("pi"),
   yaml: z.enum(["strict", "recover"]).default("strict"),
   /** The team's own frontmatter fields: every SKILL.md is checked against it, and the fields are typed in the bundle. */
