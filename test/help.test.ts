@@ -1,6 +1,8 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { closest } from "../src/compile/suggest.js";
-import { runCli, tempDir, writeTree } from "./helpers.js";
+import { REPO, runCli, tempDir, writeTree } from "./helpers.js";
 
 describe("--help", () => {
   it("lists every command, and every command has help with its options and examples", async () => {
@@ -19,6 +21,14 @@ describe("--help", () => {
       await expect(run.stdout).toMatchFileSnapshot(`__snapshots__/help/${name}.txt`);
       expect((await runCli(["help", name], { cwd: dir })).stdout).toBe(run.stdout);
     }
+  });
+});
+
+describe("--version", () => {
+  it("prints the package's version, as -v too, and exits 0", async () => {
+    const dir = await tempDir();
+    const { version } = JSON.parse(await readFile(join(REPO, "package.json"), "utf8"));
+    for (const flag of ["--version", "-v"]) expect(await runCli([flag], { cwd: dir })).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: "" });
   });
 });
 

@@ -40,7 +40,7 @@ renderSkill("chat", "review");
 // @ts-expect-error: no such skill
 renderSkill("chat", "deploy");
 
-const tools: readonly ("commit")[] = skillTool("coding").parameters.properties.skill.enum;
+const tools: ("commit")[] = skillTool("coding").parameters.properties.skill.enum;
 const none: null = skillTool("chat");
 const either = skillTool("chat" as AgentId);
 // @ts-expect-error: may be null for some agent

@@ -14,7 +14,7 @@ interface BundleModule {
   getSkill(agent: string, name: string): Entry;
   renderSkill(agent: string, name: string, args?: string): string;
   listUserInvocable(agent: string): readonly Entry[];
-  skillTool(agent: string): { name: string; description: string; parameters: Record<string, unknown> & { properties: { skill: { enum: string[] } } } } | null;
+  skillTool(agent: string, dialect?: "anthropic" | "openai" | "openai-responses" | "mcp"): { name: string; description: string; parameters: Record<string, unknown> & { properties: { skill: { enum: string[] } } } } | null;
 }
 interface Entry {
   name: string;
@@ -218,10 +218,20 @@ console.log(JSON.stringify({
     expect(index.skillTool("empty")).toBeNull();
   });
 
-  it("everything exported is frozen: mutation throws (ESM is strict mode)", async () => {
+  it("skillTool in each API's shape: anthropic, openai (Chat Completions), openai-responses, mcp; an unknown dialect throws", async () => {
+    const index = await load("index.js");
+    const { name, description, parameters } = index.skillTool("coding")!;
+    expect(index.skillTool("coding", "anthropic")).toEqual({ name, description, input_schema: parameters });
+    expect(index.skillTool("coding", "openai")).toEqual({ type: "function", function: { name, description, parameters } });
+    expect(index.skillTool("coding", "openai-responses")).toEqual({ type: "function", name, description, parameters, strict: false });
+    expect(index.skillTool("coding", "mcp")).toEqual({ name, description, inputSchema: parameters });
+    expect(index.skillTool("empty", "anthropic")).toBeNull();
+    expect(() => index.skillTool("coding", "claude" as "anthropic")).toThrow('Unknown tool dialect "claude". Use one of: anthropic, openai, openai-responses, mcp, or none for the neutral shape.');
+  });
+
+  it("everything exported is frozen but skillTool's tool, a new plain object each call: mutation throws (ESM is strict mode)", async () => {
     const index = await load("index.js");
     const entry = index.getSkill("coding", "notes");
-    const tool = index.skillTool("coding")!;
     const mutations: (() => void)[] = [
       () => ((index as unknown as Record<string, unknown>).getPrompt = () => ""),
       () => (index.agents.coding = index.agents.chat!),
@@ -233,12 +243,13 @@ console.log(JSON.stringify({
       () => ((entry.extra.owner as Record<string, unknown>).team = "x"),
       () => (entry.extra.added = 1),
       () => (index.listUserInvocable("coding") as Entry[]).pop(),
-      () => (tool.parameters.properties.skill.enum as string[]).push("x"),
-      () => ((tool as { name: string }).name = "x"),
       () => Object.assign(index.getSkill, { extra: 1 }),
     ];
     for (const mutate of mutations) expect(mutate).toThrow(TypeError);
     expect(index.getSkill("coding", "notes").body).toBe("Keep notes — in UTF-8: ünïcödé ✓ 😀.");
+    const tool = index.skillTool("coding")!;
+    tool.parameters.properties.skill.enum.push("x");
+    expect(index.skillTool("coding")!.parameters.properties.skill.enum).toEqual(["commit", "notes"]);
   });
 
   it("imports nothing: the text has no import, require, process or fs, and is ASCII (non-ASCII is escaped)", async () => {

@@ -126,6 +126,10 @@ export type SkillName<A extends AgentId> = SkillNames[A];
 export interface SkillTools {
 ${perAgent((agent) => (modelInvocable(agent).length === 0 ? "null" : `SkillTool<${union(modelInvocable(agent))}${toolArguments(agent)}>`))}}
 
+/** What the model sends when it calls each agent's skill tool: never when the agent has none. */
+export interface SkillToolInputs {
+${perAgent((agent) => (modelInvocable(agent).length === 0 ? "never" : toolInput(union(modelInvocable(agent)), agent.tool?.style ?? "use_skill")))}}
+
 /** What \`callSkillTool\` answers for each agent: the inline block, or \`{ name, base_dir, content }\` in the \`Skill\` style. */
 export interface SkillToolAnswers {
 ${perAgent((agent) => (agent.tool?.style === "Skill" ? `SkillToolAnswer<${union(modelInvocable(agent))}>` : "string"))}}
@@ -134,7 +138,7 @@ ${perAgent((agent) => (agent.tool?.style === "Skill" ? `SkillToolAnswer<${union(
 export type FormatName = "pi" | "markdown" | "function";
 export type SkillMode = "available" | "inline";
 
-/** The known frontmatter fields (SPEC §3)${customFields ? ", then the config's own (its `frontmatter` schema)" : ""}, as validated by \`skills build\`; the four known ones without \`?\` are always there, defaulted. */
+/** The known frontmatter fields${customFields ? ", then the config's own (its `frontmatter` schema)" : ""}, as validated by \`skills build\`; the four known ones without \`?\` are always there, defaulted. */
 export interface SkillFields {
 ${fieldTypes()}${customFields}}
 
@@ -211,31 +215,49 @@ export interface Agent<A extends AgentId> {
  */
 export type ToolStyle = "use_skill" | "read_skill" | "Skill";
 
-interface StringParameter {
-  readonly type: "string";
-  readonly description: string;
-}
-interface NameParameter<N extends string> extends StringParameter {
-  readonly enum: readonly N[];
-}
+type StringParameter = { type: "string"; description: string };
+type NameParameter<N extends string> = { type: "string"; enum: N[]; description: string };
 /** The parameters of each style. */
-export interface ToolProperties<N extends string> {
-  readonly use_skill: { readonly skill: NameParameter<N>; readonly args: StringParameter };
-  readonly read_skill: { readonly name: NameParameter<N> };
-  readonly Skill: { readonly name: NameParameter<N>; readonly args: StringParameter };
-}
+export type ToolProperties<N extends string> = {
+  use_skill: { skill: NameParameter<N>; args: StringParameter };
+  read_skill: { name: NameParameter<N> };
+  Skill: { name: NameParameter<N>; args: StringParameter };
+};
 
-/** A tool definition for the Anthropic (\`input_schema\`) and OpenAI (\`parameters\`) tool APIs. */
-export interface SkillTool<N extends string, Name extends string = "use_skill", Style extends ToolStyle = "use_skill"> {
-  readonly name: Name;
-  readonly description: string;
-  readonly parameters: {
-    readonly type: "object";
-    readonly properties: ToolProperties<N>[Style];
-    readonly required: readonly [Style extends "use_skill" ? "skill" : "name"];
-    readonly additionalProperties: false;
-  };
-}
+/** The JSON Schema of the skill tool's input: plain mutable JSON, so it fits each SDK's own types. */
+export type SkillToolParameters<N extends string, Style extends ToolStyle = "use_skill"> = {
+  type: "object";
+  properties: ToolProperties<N>[Style];
+  required: string[];
+  additionalProperties: false;
+};
+
+/** The skill tool in the neutral shape: name, description and the input's JSON Schema. */
+export type SkillTool<N extends string, Name extends string = "use_skill", Style extends ToolStyle = "use_skill"> = {
+  name: Name;
+  description: string;
+  parameters: SkillToolParameters<N, Style>;
+};
+
+/** The tool APIs \`skillTool\` shapes the tool for: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, MCP. */
+export type SkillToolDialect = "anthropic" | "openai" | "openai-responses" | "mcp";
+
+/** A neutral tool \`T\` as the dialect's API takes it; \`T\` itself without a dialect. */
+export type SkillToolIn<T extends SkillTool<string, string, ToolStyle>, D extends SkillToolDialect | undefined> = D extends "anthropic"
+  ? { name: T["name"]; description: string; input_schema: T["parameters"] }
+  : D extends "openai"
+    ? { type: "function"; function: T }
+    : D extends "openai-responses"
+      ? { type: "function"; name: T["name"]; description: string; parameters: T["parameters"]; strict: false }
+      : D extends "mcp"
+        ? { name: T["name"]; description: string; inputSchema: T["parameters"] }
+        : T;
+
+/** The tool \`skillTool\` gives for a \`SkillTools\` entry (null stays null); distributes over a union of agents. */
+export type SkillToolOf<T, D extends SkillToolDialect | undefined = undefined> = T extends SkillTool<string, string, ToolStyle> ? SkillToolIn<T, D> : null;
+
+/** What the model sends when it calls the agent's skill tool: for a typed handler of the call. */
+export type SkillToolInput<A extends AgentId> = SkillToolInputs[A];
 
 /** The \`Skill\` style's answer: the skill's name, its folder, and its body with the arguments applied. */
 export interface SkillToolAnswer<N extends string> {
@@ -265,8 +287,14 @@ export declare function renderSkill<A extends AgentId>(agent: A, name: SkillName
 export declare function expandCommand<A extends AgentId>(agent: A, text: string): string | undefined;
 /** The skills a user may invoke (no \`user-invocable: false\`), one per name, in prompt order. */
 export declare function listUserInvocable<A extends AgentId>(agent: A): readonly SkillEntry<SkillName<A>>[];
-/** The agent's skill tool over its model-invocable skills, or null when it has none. */
-export declare function skillTool<A extends AgentId>(agent: A): SkillTools[A];
+/**
+ * The agent's skill tool over its model-invocable skills, in the dialect's shape, or null when it has none. A new
+ * plain object each call, yours to extend.
+ */
+export declare function skillTool<A extends AgentId, D extends SkillToolDialect | undefined = undefined>(
+  agent: A,
+  dialect?: D,
+): SkillToolOf<SkillTools[A], D>;
 /**
  * Answers a call of the agent's skill tool with the input the model sent (parsed from JSON). Throws a
  * \`SkillError\`: \`INVALID_PARAM\` for input of the wrong shape, \`NOT_FOUND\` for a name the tool does not offer.
@@ -276,6 +304,11 @@ export declare function callSkillTool<A extends AgentId>(agent: A, input: unknow
 }
 
 /** The type arguments of an agent's `SkillTool` past the names: its name and style, when not the default. */
+/** The input type of a tool style, over the skill names \`names\` (a union). */
+function toolInput(names: string, style: NonNullable<CompiledAgent["tool"]>["style"]): string {
+  return style === "use_skill" ? `{ skill: ${names}; args?: string }` : style === "read_skill" ? `{ name: ${names} }` : `{ name: ${names}; args?: string }`;
+}
+
 function toolArguments(agent: CompiledAgent): string {
   return agent.tool ? `, ${asciiJson(agent.tool.name)}, ${asciiJson(agent.tool.style)}` : "";
 }

@@ -6,6 +6,7 @@ import { initCommand } from "./commands/init.js";
 import { listCommand } from "./commands/list.js";
 import { schemaCommand } from "./commands/schema.js";
 import { didYouMean } from "../compile/suggest.js";
+import { PACKAGE_VERSION } from "../compile/version.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
 const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand, schemaCommand];
@@ -17,7 +18,7 @@ function usage(): string {
 Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`).join("\n")}
 
-Run \`skills <command> --help\` for a command's options and examples.
+Run \`skills <command> --help\` for a command's options and examples; \`skills --version\` prints the version.
 Exit codes: 0 success, 1 errors (or a stale bundle with --check), 2 usage or config error.`;
 }
 
@@ -27,6 +28,10 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
   if (name === undefined || name === "-h" || name === "--help") {
     write(name === undefined ? io.stderr : io.stdout, usage());
     return name === undefined ? 2 : 0;
+  }
+  if (name === "-v" || name === "--version") {
+    write(io.stdout, PACKAGE_VERSION);
+    return 0;
   }
   if (name === "help") return help(args[0], io);
   const command = COMMANDS.find((candidate) => candidate.name === name);

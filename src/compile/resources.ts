@@ -18,6 +18,7 @@ const CHUNK = Buffer.allocUnsafe(256 * 1024);
  * and a stream's setup costs more than reading them. Opened non-blocking, so a FIFO cannot hang the build.
  * With `expected` (what discovery verified inside the root), a file that is another one now is not read: it
  * throws a `PathChangedError`.
+ * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
  */
 export function hashFile(path: string, expected?: FileIdentity): { size: number; sha256: string; stats: BigIntStats } {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);

@@ -114,16 +114,31 @@ export interface Agent {
   readonly skills: readonly SkillEntry[];
 }
 
-export interface SkillTool {
-  readonly name: string;
-  readonly description: string;
-  readonly parameters: {
-    readonly type: "object";
-    readonly properties: Readonly<Record<string, { readonly type: "string"; readonly enum?: readonly string[]; readonly description: string }>>;
-    readonly required: readonly [string];
-    readonly additionalProperties: false;
-  };
-}
+/** The JSON Schema of the skill tool's input. Plain mutable JSON, so it fits the SDKs' own types. */
+export type SkillToolParameters = {
+  type: "object";
+  properties: Record<string, { type: "string"; enum?: string[]; description: string }>;
+  required: string[];
+  additionalProperties: false;
+};
+
+/** The tool in the neutral shape: name, description and the input's JSON Schema. */
+export type SkillTool = { name: string; description: string; parameters: SkillToolParameters };
+
+/** The tool APIs `skillTool` can shape the tool for. */
+export type ToolDialect = "anthropic" | "openai" | "openai-responses" | "mcp";
+const TOOL_DIALECTS: readonly ToolDialect[] = ["anthropic", "openai", "openai-responses", "mcp"];
+
+/** The tool as each dialect's API takes it: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, MCP. */
+export type ToolIn<D extends ToolDialect | undefined> = D extends "anthropic"
+  ? { name: string; description: string; input_schema: SkillToolParameters }
+  : D extends "openai"
+    ? { type: "function"; function: SkillTool }
+    : D extends "openai-responses"
+      ? { type: "function"; name: string; description: string; parameters: SkillToolParameters; strict: false }
+      : D extends "mcp"
+        ? { name: string; description: string; inputSchema: SkillToolParameters }
+        : SkillTool;
 
 export interface RenderOptions {
   /** Append the skill folder's files (see `describeFolder`). */
@@ -138,7 +153,7 @@ export interface Runtime {
   renderSkill(agent: string, name: string, args?: string, options?: RenderOptions): string;
   expandCommand(agent: string, text: string): string | undefined;
   listUserInvocable(agent: string): readonly SkillEntry[];
-  skillTool(agent: string): SkillTool | null;
+  skillTool<D extends ToolDialect | undefined = undefined>(agent: string, dialect?: D): ToolIn<D> | null;
   callSkillTool(agent: string, input: unknown): string | SkillToolAnswer;
 }
 
@@ -246,11 +261,13 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     return `[Skill: ${skill.name}]\n\n${applyArguments(skill.body, command![2] ?? "")}`;
   };
 
-  const tools = new Map<string, SkillTool | null>();
-  const skillTool = (agent: string): SkillTool | null => {
+  // A new object each call, not frozen: the caller may add to it (cache_control, say), as the SDKs' types allow.
+  const skillTool = <D extends ToolDialect | undefined = undefined>(agent: string, dialect?: D): ToolIn<D> | null => {
     const { modelInvocable, tool, toolDescription } = dataOf(agent);
-    if (!tools.has(agent)) tools.set(agent, modelInvocable.length === 0 ? null : deepFreeze(toolDefinition(tool ?? DEFAULT_TOOL, modelInvocable, toolDescription)));
-    return tools.get(agent)!;
+    if (dialect !== undefined && !TOOL_DIALECTS.includes(dialect)) {
+      throw new Error(`Unknown tool dialect ${JSON.stringify(dialect)}. Use one of: ${TOOL_DIALECTS.join(", ")}, or none for the neutral shape.`);
+    }
+    return modelInvocable.length === 0 ? null : (inDialect(toolDefinition(tool ?? DEFAULT_TOOL, modelInvocable, toolDescription), dialect) as ToolIn<D>);
   };
 
   const callSkillTool = (agent: string, input: unknown): string | SkillToolAnswer => {
@@ -306,14 +323,13 @@ export function skillToolDescription(style: ToolStyle): string {
 }
 
 /**
- * The skill tool, valid as is for Anthropic (`input_schema`) and OpenAI (`parameters`; not OpenAI's
- * `strict: true`, which would need the optional `args` listed as required). Needs at least one name: an empty
+ * The skill tool in the neutral shape (see `inDialect` for each API's). Needs at least one name: an empty
  * `enum` is rejected by some APIs and could never be satisfied, so an agent without model-invocable skills gets
  * no tool (`skillTool` → null).
  */
 function toolDefinition(tool: NonNullable<AgentData["tool"]>, names: readonly string[], description = skillToolDescription(tool.style)): SkillTool {
-  const skill = { type: "string", enum: [...names], description: "The skill's name." } as const;
-  const args = { type: "string", description: "Arguments for the skill, as a user would type them after its name; may be empty." } as const;
+  const skill = { type: "string" as const, enum: [...names], description: "The skill's name." };
+  const args = { type: "string" as const, description: "Arguments for the skill, as a user would type them after its name; may be empty." };
   const key = tool.style === "use_skill" ? "skill" : "name";
   return {
     name: tool.name,
@@ -325,6 +341,24 @@ function toolDefinition(tool: NonNullable<AgentData["tool"]>, names: readonly st
       additionalProperties: false,
     },
   };
+}
+
+/** The tool in the shape of a dialect's API; the neutral shape without one. */
+function inDialect(tool: SkillTool, dialect: ToolDialect | undefined): ToolIn<ToolDialect | undefined> {
+  const { name, description, parameters } = tool;
+  switch (dialect) {
+    case "anthropic":
+      return { name, description, input_schema: parameters };
+    case "openai":
+      return { type: "function", function: tool };
+    case "openai-responses":
+      // `strict: true` would need the optional `args` listed as required.
+      return { type: "function", name, description, parameters, strict: false };
+    case "mcp":
+      return { name, description, inputSchema: parameters };
+    default:
+      return tool;
+  }
 }
 
 /** Totals of a skill's files, and per top-level folder. */

@@ -1,0 +1,79 @@
+/**
+ * The package as a user gets it: `npm pack` (whose `prepack` builds dist/), the tarball installed into a new
+ * project, `skills init` + `skills build` there, and the user's TypeScript over the config and a server that
+ * imports the bundle, under the settings users have: strict + nodenext, strict + bundler, and what `tsc --init`
+ * writes, each checking the libraries' declarations too (`skipLibCheck: false`). The project has no @types/node,
+ * and is an ES module project, as `tsc --init`'s `verbatimModuleSyntax` needs for `import` in a .ts file.
+ */
+import { execFile } from "node:child_process";
+import { cp, readdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { REPO, tempDir } from "./helpers.js";
+
+const run = promisify(execFile);
+const TSC = join(REPO, "node_modules/typescript/bin/tsc");
+/** npm without this machine's settings, quiet, and from its cache where it can (the registry otherwise). */
+const NPM_ENV = { ...process.env, npm_config_userconfig: "/dev/null", npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
+
+/** What packing needs: the sources of the build, and what the package ships besides dist/. */
+const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "tsconfig.json", "tsconfig.build.json"];
+
+const SERVER = `import { agents, getPrompt, renderSkill, skillTool, type AgentId, type SkillToolInput } from "./dist/skills/index.js";
+
+const agent: AgentId = "assistant";
+const system: string = \`You are helpful.\\n\\n\${getPrompt(agent)}\`;
+const tool = skillTool(agent, "anthropic");
+const input: SkillToolInput<typeof agent> = { skill: "explain-code", args: "src/main.ts" };
+const result: string = renderSkill(agent, input.skill, input.args);
+console.log(system.length, tool?.input_schema.required, result, agents.assistant.skills.length);
+`;
+
+const TSCONFIGS: Record<string, object> = {
+  "strict + nodenext": { compilerOptions: { strict: true, module: "nodenext", target: "es2022", noEmit: true, skipLibCheck: false } },
+  "strict + bundler": { compilerOptions: { strict: true, module: "esnext", moduleResolution: "bundler", target: "es2022", noEmit: true, skipLibCheck: false } },
+  "tsc --init": { extends: "./tsconfig.json", compilerOptions: { noEmit: true, skipLibCheck: false } },
+};
+
+let tarball = "";
+let files: string[] = [];
+let project = "";
+
+beforeAll(async () => {
+  // Packed from a copy, so its build never rewrites the dist/cli.js other tests are running.
+  const source = await tempDir("skillbake-pack-");
+  for (const input of PACK_INPUTS) await cp(join(REPO, input), join(source, input), { recursive: true });
+  await symlink(join(REPO, "node_modules"), join(source, "node_modules"), "dir");
+  await run("npm", ["pack", "--silent", "--pack-destination", source], { cwd: source, env: NPM_ENV });
+  tarball = join(source, (await readdir(source)).find((name) => name.endsWith(".tgz"))!);
+  files = (await run("tar", ["-tzf", tarball])).stdout.trim().split("\n").sort();
+
+  project = await tempDir("skillbake-user-");
+  await writeFile(join(project, "package.json"), `${JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2)}\n`);
+  await run("npm", ["install", "--prefer-offline", "--save-dev", tarball], { cwd: project, env: NPM_ENV });
+  await run("npx", ["skills", "init"], { cwd: project, env: NPM_ENV });
+  await run("npx", ["skills", "build"], { cwd: project, env: NPM_ENV });
+  await writeFile(join(project, "server.ts"), SERVER);
+  await run(process.execPath, [TSC, "--init"], { cwd: project });
+}, 300_000);
+
+describe("the packed package", () => {
+  it("ships the built CLI, the API and its declarations, docs and LICENSE; not the sources", () => {
+    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/cli.js", "package/dist/index.js", "package/dist/index.d.ts", "package/docs/runtime.md"]));
+    expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
+  });
+
+  it("installs both bins, and `skills init` + `skills build` work in the new project", async () => {
+    const version = (await run("npx", ["skillbake", "--version"], { cwd: project, env: NPM_ENV })).stdout;
+    expect((await run("npx", ["skills", "-v"], { cwd: project, env: NPM_ENV })).stdout).toBe(version);
+    expect(await readdir(join(project, "dist/skills"))).toEqual(expect.arrayContaining(["index.js", "index.d.ts", "manifest.json"]));
+  });
+
+  it.each(Object.keys(TSCONFIGS))("type-checks the config and a server under %s, libraries included", async (name) => {
+    const config = join(project, `tsconfig.${name.replace(/\W+/g, "-")}.json`);
+    await writeFile(config, JSON.stringify({ ...TSCONFIGS[name], files: ["skills.config.ts", "server.ts"] }));
+    const checked = await run(process.execPath, [TSC, "-p", config], { cwd: project }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+    expect(checked.stdout).toBe("");
+  });
+});
