@@ -3,7 +3,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { countLineChanges, diffBundles, diffLines, EMPTY_MANIFEST, estimateTokens, parseManifest, unifiedDiff, type Manifest } from "../src/review/diff.js";
+import { BODY_DIFF_LINES, countLineChanges, diffBundles, diffLines, EMPTY_MANIFEST, estimateTokens, parseManifest, unifiedDiff, type Manifest } from "../src/review/diff.js";
 import { formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -130,6 +130,17 @@ describe("diffBundles", () => {
     expect(markdown).toContain(`- Changed the description of \`b\`:\n\n  <details><summary>old → new</summary>\n\n  \`\`\`diff\n  - short\n  + ${long}\n  \`\`\`\n\n  </details>`);
   });
 
+  it("cuts a long body's diff after BODY_DIFF_LINES lines, saying how many more there were", () => {
+    const before = manifest({ coding: { skills: [["a", "inline"]] } });
+    const after = manifest({ coding: { skills: [["a", "inline"]] } });
+    const lines = Array.from({ length: 100 }, (_, index) => `Step ${index + 1}.`);
+    (after.skills[0] as { body: string }).body = lines.join("\n");
+    const markdown = formatDiffMarkdown(diffBundles(before, after));
+    const shown = markdown.slice(markdown.indexOf("```diff\n") + 8, markdown.lastIndexOf("\n  ```")).split("\n");
+    expect(shown).toHaveLength(BODY_DIFF_LINES + 1);
+    expect(shown.at(-1)).toBe(`  … ${100 + 4 - BODY_DIFF_LINES} more lines of diff`);
+  });
+
   it("rejects a manifest it cannot read, naming the field", () => {
     expect(() => parseManifest({ schemaVersion: 1, agents: {}, skills: [] }, "old/manifest.json")).toThrow("old/manifest.json: hashes: expected object, received undefined");
     expect(() => parseManifest({ schemaVersion: 2 }, "m.json")).toThrow("m.json: schemaVersion: skills diff reads manifests of schemaVersion 1");
@@ -189,8 +200,22 @@ describe("skills diff", () => {
       "      - Drafts alpha reports. Use when asked for an alpha report.",
       "      + Drafts alpha and omega reports. Use when asked for a report.",
       expect.stringMatching(/^ {2}~ Changed the body of beta: \+2 -1 lines \(sha256 [0-9a-f]{8} → [0-9a-f]{8}\)$/),
-      "  ~ Changed the files of alpha: added scripts/check.sh; removed references/old.md; changed references/template.md",
+      "      --- beta (before)",
     ]);
+    // The changed body lines themselves: prompt text a reviewer must read.
+    expect(coding.slice(8, 17)).toEqual([
+      "      +++ beta (after)",
+      "      @@ -1,5 +1,6 @@",
+      "       # Beta",
+      "       ",
+      "       1. Check one.",
+      "      -2. Check two.",
+      "      +2. Check 2 twice.",
+      "       3. Check three.",
+      "      +4. Report.",
+    ]);
+    expect(coding[17]).toBe("  ~ Changed the files of alpha: added scripts/check.sh; removed references/old.md; changed references/template.md");
+    expect(markdown.stdout).toContain("  <details><summary>body diff</summary>\n\n  ```diff\n  --- beta (before)\n");
     expect(pretty.stdout).toContain("chat: unchanged\n");
     await expect(pretty.stdout).toMatchFileSnapshot("__snapshots__/diff.pretty.txt");
     await expect(markdown.stdout).toMatchFileSnapshot("__snapshots__/diff.markdown.md");

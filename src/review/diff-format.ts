@@ -9,6 +9,8 @@ interface Item {
   sign: "+" | "-" | "~";
   text: string;
   block?: string[];
+  /** Markdown: the block is collapsed under this summary whatever its size. */
+  summary?: string;
 }
 
 /** A markdown description change is collapsed past this many lines or characters of its block. */
@@ -27,8 +29,9 @@ function items(agent: AgentDiff, code: (text: string) => string): Item[] {
   for (const { name, before, after } of agent.descriptions) {
     list.push({ sign: "~", text: `Changed the description of ${code(name)}:`, block: [...prefixLines("- ", before), ...prefixLines("+ ", after)] });
   }
-  for (const { name, before, after, linesAdded, linesRemoved } of agent.bodies) {
-    list.push({ sign: "~", text: `Changed the body of ${code(name)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})` });
+  for (const { name, before, after, linesAdded, linesRemoved, diff } of agent.bodies) {
+    const text = `Changed the body of ${code(name)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})`;
+    list.push({ sign: "~", text, block: prefixLines("", diff), summary: "body diff" });
   }
   for (const { name, before, after } of agent.locations) list.push({ sign: "~", text: `Changed the location of ${code(name)}: ${code(before)} → ${code(after)}` });
   for (const { name, added, removed, changed } of agent.resources) {
@@ -47,7 +50,7 @@ function items(agent: AgentDiff, code: (text: string) => string): Item[] {
 }
 
 /**
- * A description's lines, each escaped: its line breaks are layout, but a line may hold control or bidi characters,
+ * A description's or a diff's lines, each escaped: its line breaks are layout, but a line may hold control or bidi characters,
  * and a CR would end a Markdown line (and so the fenced block) early.
  */
 function prefixLines(prefix: string, text: string): string[] {
@@ -99,8 +102,8 @@ function markdownItem(item: Item): string[] {
   const fence = "`".repeat(Math.max(3, longestBacktickRun(item.block.join("\n")) + 1));
   const block = [`${fence}diff`, ...item.block, fence].map((line) => `  ${line}`);
   const long = item.block.length > LONG_BLOCK_LINES || item.block.join("\n").length > LONG_BLOCK_CHARACTERS;
-  if (!long) return [`- ${item.text}`, "", ...block];
-  return [`- ${item.text}`, "", "  <details><summary>old → new</summary>", "", ...block, "", "  </details>"];
+  if (!long && !item.summary) return [`- ${item.text}`, "", ...block];
+  return [`- ${item.text}`, "", `  <details><summary>${item.summary ?? "old → new"}</summary>`, "", ...block, "", "  </details>"];
 }
 
 /** `--format json`: the whole comparison, one document. */

@@ -223,6 +223,9 @@ export interface BudgetState {
   unit: "characters" | "tokens";
 }
 
+/** Lines of a changed body's diff that `skills diff` shows: the prompt text a reviewer reads, kept to a comment's size. */
+export const BODY_DIFF_LINES = 60;
+
 export interface AgentDiff {
   id: string;
   /** `added` / `removed`: the agent exists on one side only. */
@@ -231,8 +234,8 @@ export interface AgentDiff {
   removed: { name: string; mode: Mode; file: string }[];
   moved: { name: string; from: Mode; to: Mode }[];
   descriptions: { name: string; before: string; after: string }[];
-  /** Hashes are sha256 of the body text. */
-  bodies: { name: string; before: string; after: string; linesAdded: number; linesRemoved: number }[];
+  /** Hashes are sha256 of the body text; `diff` is a unified diff of the body, cut after `BODY_DIFF_LINES` lines. */
+  bodies: { name: string; before: string; after: string; linesAdded: number; linesRemoved: number; diff: string }[];
   locations: { name: string; before: string; after: string }[];
   /** The skill folder's other files (references, scripts…) added, removed or changed, by path in the folder. */
   resources: { name: string; added: string[]; removed: string[]; changed: string[] }[];
@@ -335,7 +338,8 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
     if (old.description !== now.description) diff.descriptions.push({ name, before: old.description, after: now.description });
     if (old.body !== now.body) {
       const { added, removed } = countLineChanges(old.body, now.body);
-      diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed });
+      const lines = unifiedDiff(old.body, now.body, { beforeLabel: `${name} (before)`, afterLabel: `${name} (after)`, maxLines: BODY_DIFF_LINES });
+      diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed, diff: lines });
     }
     if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
     const resources = resourceChanges(old.resources, now.resources);

@@ -14,7 +14,7 @@ export const diffCommand: Command = {
   help: `Usage: skills diff BEFORE AFTER [--format pretty|markdown|json] [--exit-code]
 
 Compares two bundles agent by agent: skills added, removed or moved between available and inline,
-changed descriptions (old → new), changed bodies (by hash, with the lines changed), other frontmatter,
+changed descriptions (old → new), changed bodies (a diff of their lines, cut after 60), other frontmatter,
 location changes, files beside a skill added, removed or changed, prompt characters and estimated
 tokens before → after, and the budget.
 
