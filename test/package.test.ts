@@ -75,5 +75,5 @@ describe("the packed package", () => {
     await writeFile(config, JSON.stringify({ ...TSCONFIGS[name], files: ["skills.config.ts", "server.ts"] }));
     const checked = await run(process.execPath, [TSC, "-p", config], { cwd: project }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
     expect(checked.stdout).toBe("");
-  });
+  }, 120_000);
 });
