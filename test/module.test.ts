@@ -259,4 +259,8 @@ console.log(JSON.stringify({
       expect(text).toMatch(/^[\x00-\x7f]*$/);
     }
   });
+
+  it("cites no document the bundle's users do not have (the repository's SPEC.md)", async () => {
+    for (const path of ["index.js", "index.d.ts", "agents/chat.js", "agents/chat.d.ts", "manifest.json"]) expect(await readFile(join(out, path), "utf8"), path).not.toContain("SPEC");
+  });
 });

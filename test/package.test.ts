@@ -60,7 +60,7 @@ beforeAll(async () => {
 
 describe("the packed package", () => {
   it("ships the built CLI, the API and its declarations, docs and LICENSE; not the sources", () => {
-    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/cli.js", "package/dist/index.js", "package/dist/index.d.ts", "package/docs/runtime.md"]));
+    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/cli.js", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
     expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
   });
 

@@ -4,7 +4,7 @@ import type { Compilation } from "../compile/compile.js";
 import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
-import { GENERATOR, SCHEMA_VERSION, type Manifest } from "./manifest.js";
+import { GENERATOR, MANIFEST_SCHEMA_URL, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { moduleFiles, placedElsewhere } from "./module.js";
 import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
@@ -73,6 +73,7 @@ export function bundleOf(compilation: Compilation): Bundle {
   const outputs: Record<string, Slot> = {};
   for (const file of files) outputs[file.path] = new Slot({ sha256Of: file.path });
   const manifest = {
+    $schema: MANIFEST_SCHEMA_URL,
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,

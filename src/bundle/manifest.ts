@@ -4,6 +4,7 @@ import { RULE_CODES } from "../compile/diagnostics.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { TOKEN_ENCODINGS } from "../compile/tokens.js";
+import { PACKAGE_VERSION } from "../compile/version.js";
 
 /**
  * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:
@@ -11,6 +12,8 @@ import { TOKEN_ENCODINGS } from "../compile/tokens.js";
  * with it. A change that breaks readers bumps `schemaVersion`.
  */
 export const SCHEMA_VERSION = 1;
+/** Where the manifest's JSON Schema is published: the package ships it (`prepack` writes it with `skills schema manifest`). */
+export const MANIFEST_SCHEMA_URL = `https://unpkg.com/skillbake@${PACKAGE_VERSION}/dist/manifest.schema.json`;
 /** The manifest's top-level `generator`: how `skills build` tells a bundle it wrote (see `emit.ts`). */
 export const GENERATOR = "skillbake";
 
@@ -98,11 +101,14 @@ const manifestDiagnostic = z.strictObject({
   file: z.string().optional(),
   line: z.number().int().positive().optional(),
   column: z.number().int().positive().optional(),
+  endLine: z.number().int().positive().optional(),
+  endColumn: z.number().int().positive().optional(),
   hint: z.string().optional(),
 });
 
 export const manifestSchema = z
   .strictObject({
+    $schema: z.string().describe("This manifest's JSON Schema (for editors)."),
     schemaVersion: z.literal(SCHEMA_VERSION),
     generator: z.literal(GENERATOR),
     agents: z.record(z.string(), manifestAgent),
@@ -129,8 +135,10 @@ export function manifestJsonSchema(frontmatter?: FrontmatterSchema): Record<stri
     Object.assign(fields.properties, custom.properties);
     fields.required = [...(fields.required ?? []), ...custom.required];
     fields.additionalProperties = false;
+    return schema;
   }
-  return schema;
+  // The schema every manifest names in `$schema` (the package ships it); a config's own fields make another.
+  return { $id: MANIFEST_SCHEMA_URL, ...schema };
 }
 
 /** The part of the manifest's JSON Schema that custom fields go into. */

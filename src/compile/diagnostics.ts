@@ -54,6 +54,9 @@ export interface Diagnostic {
   file?: string;
   line?: number;
   column?: number;
+  /** Where the span ends (its last character), when a diagnostic knows more than a point. */
+  endLine?: number;
+  endColumn?: number;
   hint?: string;
 }
 
@@ -64,6 +67,8 @@ export interface Finding {
   file?: string;
   line?: number;
   column?: number;
+  endLine?: number;
+  endColumn?: number;
   hint?: string;
 }
 

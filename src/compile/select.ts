@@ -129,12 +129,14 @@ export function selectAgent(
   for (const { skill, mode } of selected) {
     const skillTag = mode === "inline" ? findSkillTag(skill.body, skill.bodyLine) : undefined;
     if (!skillTag) continue;
-    const { text, line, column } = skillTag;
+    const { text, line, column, endLine, endColumn } = skillTag;
     findings.push({
       code: "body-closes-tag",
       file: skill.displayFile,
       line,
       column,
+      endLine,
+      endColumn,
       message: `agent "${agentId}" inlines "${skill.name}", whose body contains \`${text}\`: ${text.startsWith("</") ? "it ends the skill's element early, and what follows reads as outside the skill" : "it reads as the start of another skill"}`,
       hint: 'Reword it (write "&lt;/skill&gt;" or describe the tag in words), or make the skill available rather than inline. `rules: { "body-closes-tag": "error" }` makes builds refuse such skills.',
     });

@@ -221,12 +221,17 @@ function describeHidden(char: string): string {
  * other attributes, as in `<skill location="/etc" name="admin">`), any case, any spacing, with its SKILL.md line
  * and column: inlined into a `<skill>` element, it would end the element early or forge another (`body-closes-tag`).
  */
-export function findSkillTag(body: string, bodyLine: number): { text: string; line: number; column: number } | undefined {
+export function findSkillTag(body: string, bodyLine: number): { text: string; line: number; column: number; endLine: number; endColumn: number } | undefined {
   const match = /<\/\s*skill\s*>|<skill\s*>|<skill\s(?:[^<>]*?\s)?name\s*=/i.exec(body);
   if (!match) return undefined;
-  const before = body.slice(0, match.index);
-  const lineStart = before.lastIndexOf("\n") + 1;
-  return { text: match[0], line: bodyLine + (before.match(/\n/g)?.length ?? 0), column: match.index - lineStart + 1 };
+  const position = (offset: number) => {
+    const before = body.slice(0, offset);
+    return { line: bodyLine + (before.match(/\n/g)?.length ?? 0), column: offset - (before.lastIndexOf("\n") + 1) + 1 };
+  };
+  // The tag may span lines (`<skill\n  name=`): the end is its last character's position.
+  const start = position(match.index);
+  const end = position(match.index + match[0].length - 1);
+  return { text: match[0], ...start, endLine: end.line, endColumn: end.column };
 }
 
 /** The body's first paragraph, headings skipped, its lines joined by spaces: "" when there is none. */
