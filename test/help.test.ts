@@ -51,7 +51,7 @@ describe("mistyped commands and flags", () => {
     const dir = await tempDir();
     const run = await runCli(["check", "--format", "gihub"], { cwd: dir });
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('--format must be pretty, json or github (got "gihub"). Did you mean "github"?');
+    expect(run.stderr).toContain('--format must be pretty, json, github or sarif (got "gihub"). Did you mean "github"?');
   });
 
   it("suggest the closest setting for a mistyped config key, at any level", async () => {

@@ -1,12 +1,13 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
-import { join } from "node:path";
-import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
+import { join, relative, resolve, sep } from "node:path";
+import { countBySeverity, RULE_CODES, RULES, type Diagnostic } from "../compile/diagnostics.js";
+import { PACKAGE_VERSION } from "../compile/version.js";
 import { escapeInvisible, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
 import { isSameFile, type FileIdentity } from "../compile/resources.js";
 
-export type OutputFormat = "pretty" | "json" | "github";
+export type OutputFormat = "pretty" | "json" | "github" | "sarif";
 
 /** The lines of the files that diagnostics point into, keyed by `Diagnostic.file`: what code frames quote. */
 export type SourceLines = ReadonlyMap<string, readonly string[]>;
@@ -109,24 +110,76 @@ export function formatSummary(diagnostics: readonly Diagnostic[], style: Style):
   return errors > 0 ? style.red(text) : warnings > 0 ? style.yellow(text) : text;
 }
 
+/**
+ * A finding as CI shows it: a diagnostic, a config error or a stale bundle file. `file` is relative to the working
+ * folder (the repository root in CI), `/`-separated, so annotations land on the pull request's files wherever the
+ * config lives. `endColumn` is the span's last column.
+ */
+export interface Annotation {
+  severity: "error" | "warning";
+  /** A diagnostic code, or `config-error` / `stale-bundle`. */
+  rule: string;
+  message: string;
+  hint?: string;
+  file?: string;
+  line?: number;
+  column?: number;
+  endLine?: number;
+  endColumn?: number;
+}
+
+/** A path of the config's run as CI shows it: relative to the working folder, `/`-separated. */
+export function ciPath(path: string, cwd: string): string {
+  return relative(cwd, resolve(cwd, path)).split(sep).join("/");
+}
+
+/** Diagnostics as annotations; their files are relative to `configDir`. */
+export function diagnosticAnnotations(diagnostics: readonly Diagnostic[], configDir: string, cwd: string): Annotation[] {
+  return diagnostics.map((diagnostic) => ({
+    severity: diagnostic.severity === "error" ? "error" : "warning",
+    rule: diagnostic.code,
+    message: diagnostic.message,
+    ...(diagnostic.hint ? { hint: diagnostic.hint } : {}),
+    ...(diagnostic.file ? { file: ciPath(join(configDir, diagnostic.file), cwd) } : {}),
+    ...pick(diagnostic, ["line", "column", "endLine", "endColumn"]),
+  }));
+}
+
+function pick<T extends object, K extends keyof T>(value: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  return Object.fromEntries(keys.filter((key) => value[key] !== undefined).map((key) => [key, value[key]])) as Partial<Pick<T, K>>;
+}
+
+/** A config error as an annotation: `where` is the config file, with `:line:column` when the error has a position. */
+export function configErrorAnnotation(where: string, detail: string, cwd: string): Annotation {
+  const at = /^(.*):(\d+):(\d+)$/.exec(where);
+  return { severity: "error", rule: "config-error", message: detail, file: ciPath(at ? at[1]! : where, cwd), ...(at ? { line: Number(at[2]), column: Number(at[3]) } : {}) };
+}
+
 /** GitHub Actions workflow commands: annotations on the pull request's files. */
-export function formatGithub(diagnostics: readonly Diagnostic[]): string {
-  return diagnostics
-    .map((diagnostic) => {
+export function formatGithub(annotations: readonly Annotation[]): string {
+  return annotations
+    .map((annotation) => {
       const properties = [
         // Escaped as in the pretty report before GitHub's own escapes (which the runner undoes): a name with such
         // characters loses its inline annotation, but neither the log nor the annotation shows them raw.
-        diagnostic.file ? `file=${escapeProperty(escapeWorkflowCommands(escapeInvisible(diagnostic.file)))}` : undefined,
-        diagnostic.line ? `line=${diagnostic.line}` : undefined,
-        diagnostic.column ? `col=${diagnostic.column}` : undefined,
-        `title=${escapeProperty(diagnostic.code)}`,
+        annotation.file ? `file=${escapeProperty(escapeWorkflowCommands(escapeInvisible(annotation.file)))}` : undefined,
+        annotation.line ? `line=${annotation.line}` : undefined,
+        annotation.endLine ? `endLine=${annotation.endLine}` : undefined,
+        annotation.column ? `col=${annotation.column}` : undefined,
+        annotation.endColumn ? `endColumn=${annotation.endColumn}` : undefined,
+        `title=${escapeProperty(annotation.rule)}`,
       ].filter(Boolean);
       // Names in the message too; its one real line break, before the hint, is GitHub's %0A. A `##[` in a name
       // would be read as a command of its own.
-      const message = escapeWorkflowCommands(escapeInvisible(diagnostic.message) + (diagnostic.hint ? `\n${escapeInvisible(diagnostic.hint)}` : ""));
-      return `::${diagnostic.severity === "error" ? "error" : "warning"} ${properties.join(",")}::${escapeData(message)}`;
+      const message = escapeWorkflowCommands(shownMessage(annotation));
+      return `::${annotation.severity} ${properties.join(",")}::${escapeData(message)}`;
     })
     .join("\n");
+}
+
+/** The message, then the hint on a line of its own, each with control and bidi characters escaped. */
+function shownMessage(annotation: Annotation): string {
+  return escapeInvisible(annotation.message) + (annotation.hint ? `\n${escapeInvisible(annotation.hint)}` : "");
 }
 
 function escapeData(text: string): string {
@@ -135,4 +188,86 @@ function escapeData(text: string): string {
 
 function escapeProperty(text: string): string {
   return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
+}
+
+/** Rows of the job summary's table; the job log has the rest. */
+const SUMMARY_ROWS = 50;
+
+/**
+ * The Markdown that `$GITHUB_STEP_SUMMARY` gets: a heading, then a table of the annotations. Every cell's text is
+ * escaped, so a skill's name or message cannot add markup, links or HTML to the summary page.
+ */
+export function formatStepSummary(heading: string, annotations: readonly Annotation[]): string {
+  const lines = [`### ${markdownText(heading)}`];
+  if (annotations.length > 0) {
+    lines.push("", "| severity | where | code | message |", "| --- | --- | --- | --- |");
+    for (const annotation of annotations.slice(0, SUMMARY_ROWS)) {
+      const where = [annotation.file, annotation.line, annotation.line ? annotation.column : undefined].filter((part) => part !== undefined && part !== "").join(":");
+      lines.push(`| ${annotation.severity} | ${markdownText(where)} | ${markdownText(annotation.rule)} | ${markdownText(annotation.message)} |`);
+    }
+    if (annotations.length > SUMMARY_ROWS) lines.push("", `… and ${annotations.length - SUMMARY_ROWS} more in the job log.`);
+  }
+  return lines.join("\n");
+}
+
+/** Text that Markdown shows as it is, on one line: hidden characters escaped, punctuation with meaning backslashed. */
+function markdownText(text: string): string {
+  return escapeInvisible(text).replace(/[\\`*_[\]<>|~&!#]/g, (char) => `\\${char}`);
+}
+
+/** The docs this version ships, online: where SARIF rules link for help. */
+const DOCS_URL = `https://unpkg.com/skillbake@${PACKAGE_VERSION}/docs/`;
+
+/** The rules a SARIF log declares: every diagnostic code, then the CLI's own two. */
+const SARIF_RULES = [
+  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].when, helpUri: `${DOCS_URL}diagnostics.md`, level: RULES[code].severity })),
+  { id: "config-error", text: "the config cannot be loaded or is invalid", helpUri: `${DOCS_URL}configuration.md`, level: "error" },
+  { id: "stale-bundle", text: "`build --check`: a bundle file differs from a fresh build", helpUri: `${DOCS_URL}review.md`, level: "error" },
+] as const;
+
+/** A SARIF 2.1.0 log (GitHub code scanning and other viewers): one run, every rule, a result per annotation. */
+export function formatSarif(annotations: readonly Annotation[]): string {
+  const ruleIndex = new Map<string, number>(SARIF_RULES.map((rule, index) => [rule.id, index]));
+  const log = {
+    $schema: "https://json.schemastore.org/sarif-2.1.0.json",
+    version: "2.1.0",
+    runs: [
+      {
+        tool: {
+          driver: {
+            name: "skillbake",
+            version: PACKAGE_VERSION,
+            informationUri: `https://www.npmjs.com/package/skillbake`,
+            rules: SARIF_RULES.map(({ id, text, helpUri, level }) => ({
+              id,
+              shortDescription: { text },
+              helpUri,
+              defaultConfiguration: { level: level === "warn" ? "warning" : level === "off" ? "none" : "error" },
+            })),
+          },
+        },
+        results: annotations.map((annotation) => ({
+          ruleId: annotation.rule,
+          ruleIndex: ruleIndex.get(annotation.rule),
+          level: annotation.severity,
+          message: { text: shownMessage(annotation) },
+          ...(annotation.file ? { locations: [{ physicalLocation: { artifactLocation: { uri: encodeURI(annotation.file) }, ...sarifRegion(annotation) } }] } : {}),
+        })),
+      },
+    ],
+  };
+  return JSON.stringify(log, null, 2);
+}
+
+/** SARIF's region: 1-based, `endColumn` just past the span (ours is its last column). */
+function sarifRegion(annotation: Annotation): { region?: Record<string, number> } {
+  if (!annotation.line) return {};
+  return {
+    region: {
+      startLine: annotation.line,
+      ...(annotation.column ? { startColumn: annotation.column } : {}),
+      ...(annotation.endLine ? { endLine: annotation.endLine } : {}),
+      ...(annotation.endColumn ? { endColumn: annotation.endColumn + 1 } : {}),
+    },
+  };
 }

@@ -1,20 +1,35 @@
-import { relative } from "node:path";
+import { appendFile } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
 import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
-import { formatGithub, formatPretty, formatSummary, readSourceLines, type OutputFormat } from "../report.js";
+import {
+  ciPath,
+  configErrorAnnotation,
+  diagnosticAnnotations,
+  formatGithub,
+  formatPretty,
+  formatSarif,
+  formatStepSummary,
+  formatSummary,
+  readSourceLines,
+  type Annotation,
+  type OutputFormat,
+} from "../report.js";
 import { didYouMean } from "../../compile/suggest.js";
 import { failureMessage, UsageError, write, writeJson, writeWorkflowCommands, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
   --strict           warnings fail the run too
   --max-warnings N   more than N warnings fail the run
-  --format FORMAT    pretty | json | github (default: github when GITHUB_ACTIONS=true, else pretty)`;
+  --format FORMAT    pretty | json | github | sarif (default: github when GITHUB_ACTIONS=true, else pretty);
+                     github and sarif name files relative to the current folder. Under GitHub Actions a
+                     Markdown summary is also appended to $GITHUB_STEP_SUMMARY`;
 
 export const buildCommand: Command = {
   name: "build",
   summary: "compile the config's skills and write the bundle",
-  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--watch] [--strict] [--max-warnings N] [--format pretty|json|github]
+  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--watch] [--strict] [--max-warnings N] [--format pretty|json|github|sarif]
 
 Compiles every agent in the config and writes the bundle (manifest.json, prompts/) to the config's
 outDir (default dist/skills). Nothing is written when there is an error.
@@ -47,7 +62,7 @@ Examples:
 export const checkCommand: Command = {
   name: "check",
   summary: "validate the skills and agents without writing (a CI gate)",
-  help: `Usage: skills check [--config FILE] [--strict] [--max-warnings N] [--format pretty|json|github]
+  help: `Usage: skills check [--config FILE] [--strict] [--max-warnings N] [--format pretty|json|github|sarif]
 
 Does everything \`skills build\` does except writing: exits 1 on any error (with --strict, on any
 warning), so it can fail a pull request on invalid frontmatter.
@@ -67,17 +82,54 @@ async function compileAndReport(command: "build" | "check", values: FlagValues, 
   const { format, maxWarnings } = reportSettings(values, io);
   const progress = progressOnTty(io.stderr);
   const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update };
-  const result: CheckResult & Partial<BuildResult> = await (command === "build"
-    ? build({ ...options, outDir: values.out as string | undefined, check: values.check === true })
-    : check(options)
-  ).finally(progress.clear);
+  let result: CheckResult & Partial<BuildResult>;
+  try {
+    result = await (command === "build" ? build({ ...options, outDir: values.out as string | undefined, check: values.check === true }) : check(options)).finally(
+      progress.clear,
+    );
+  } catch (error) {
+    // The CLI prints the error and exits 2; CI formats get it as an annotation on the config too.
+    if (error instanceof ConfigError) await reportConfigError(command, error, io, format);
+    throw error;
+  }
   return report(command, result, values, io, format, { strict: options.strict, maxWarnings });
+}
+
+async function reportConfigError(command: string, error: ConfigError, io: CommandIO, format: OutputFormat): Promise<void> {
+  const annotations = [configErrorAnnotation(error.file, error.detail, io.cwd)];
+  if (format === "github") writeWorkflowCommands(io.stderr, formatGithub(annotations));
+  if (format === "sarif") writeJson(io.stdout, formatSarif(annotations));
+  await appendStepSummary(io, formatStepSummary(`skills ${command}: config error`, annotations));
+}
+
+/** Under GitHub Actions, adds to the job's summary page; a failure to do so is one line, not a failed run. */
+async function appendStepSummary(io: CommandIO, markdown: string): Promise<void> {
+  const path = io.env.GITHUB_STEP_SUMMARY;
+  if (io.env.GITHUB_ACTIONS !== "true" || !path) return;
+  try {
+    await appendFile(path, `${markdown}\n`);
+  } catch (error) {
+    write(io.stderr, `skills: cannot append the job summary to ${escapeInvisible(path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/** `build --check` found stale files: an annotation on each, at its path in the bundle. */
+function staleAnnotations(result: CheckResult & Partial<BuildResult>, cwd: string): Annotation[] {
+  const outDir = shownPath(result.outDir ?? "", cwd);
+  const states = { changed: "differs from", missing: "is missing from", extra: "is not in" };
+  return (result.stale ?? []).map(({ path, state }) => ({
+    severity: "error",
+    rule: "stale-bundle",
+    message: `${outDir} is out of date: ${path} ${states[state]} a fresh build`,
+    hint: "Run `skills build` and commit the bundle.",
+    file: ciPath(join(result.outDir!, path), cwd),
+  }));
 }
 
 function reportSettings(values: FlagValues, io: CommandIO): { format: OutputFormat; maxWarnings: number | undefined } {
   const format = (values.format ?? (io.env.GITHUB_ACTIONS === "true" ? "github" : "pretty")) as OutputFormat;
-  const formats = ["pretty", "json", "github"];
-  if (!formats.includes(format)) throw new UsageError(`--format must be pretty, json or github (got "${String(values.format)}").${didYouMean(format, formats)}`);
+  const formats = ["pretty", "json", "github", "sarif"];
+  if (!formats.includes(format)) throw new UsageError(`--format must be pretty, json, github or sarif (got "${String(values.format)}").${didYouMean(format, formats)}`);
   return { format, maxWarnings: parseMaxWarnings(values["max-warnings"]) };
 }
 
@@ -93,17 +145,22 @@ async function report(
   const stale = result.stale ?? [];
   const style = styleFor(io.stderr, io.env);
 
+  const annotations = [...diagnosticAnnotations(result.diagnostics, result.config.dir, io.cwd), ...staleAnnotations(result, io.cwd)];
   if (format === "json") {
     writeJson(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
   } else if (format === "github") {
-    writeWorkflowCommands(io.stderr, formatGithub(result.diagnostics));
+    writeWorkflowCommands(io.stderr, formatGithub(annotations));
+  } else if (format === "sarif") {
+    writeJson(io.stdout, formatSarif(annotations));
   } else {
     const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir, result.verified));
     const summary = summaryLine(command, result, limits, io.cwd, style);
     write(io.stderr, report ? `${report}\n\n${summary}` : summary);
   }
   if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
-  return result.ok && stale.length === 0 ? 0 : 1;
+  const passed = result.ok && stale.length === 0;
+  await appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result)}`, annotations));
+  return passed ? 0 : 1;
 }
 
 /**
@@ -213,6 +270,16 @@ function progressOnTty(stream: CommandIO["stderr"]): { update?: (progress: { don
   };
 }
 
+/** "1 error, 0 warnings (1 agent, 2 skills)" without colour. */
+function summaryCounts(result: CheckResult): string {
+  return `${formatSummary(result.diagnostics, styleFor({ isTTY: false }, {}))} (${scopeOf(result)})`;
+}
+
+function scopeOf(result: CheckResult): string {
+  const skills = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.file))).size;
+  return `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills} ${skills === 1 ? "skill" : "skills"}`;
+}
+
 function summaryLine(
   command: string,
   result: CheckResult & Partial<BuildResult>,
@@ -220,9 +287,8 @@ function summaryLine(
   cwd: string,
   style: Style,
 ): string {
-  const skills = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.file))).size;
   const counts = formatSummary(result.diagnostics, style);
-  const scope = `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills} ${skills === 1 ? "skill" : "skills"}`;
+  const scope = scopeOf(result);
   if (!result.ok) {
     const limit = result.errors > 0 ? "" : limits.strict ? " (--strict allows none)" : ` (--max-warnings allows ${limits.maxWarnings})`;
     return `${counts}${limit}; ${command === "build" ? "nothing written" : "check failed"} (${scope})`;

@@ -1,0 +1,122 @@
+/**
+ * What CI gets: GitHub annotations and SARIF with paths relative to the working folder (the repository root),
+ * for diagnostics, config errors and a stale bundle; and the job summary under GitHub Actions.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import AjvDraft04Module from "ajv-draft-04";
+import addFormatsModule from "ajv-formats";
+import { describe, expect, it } from "vitest";
+import { REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const AjvDraft04 = (AjvDraft04Module as unknown as { default?: typeof AjvDraft04Module }).default ?? AjvDraft04Module;
+const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
+
+/** The SARIF 2.1.0 JSON Schema (draft-04), vendored: see test/fixtures/sarif/README.md. */
+const sarifSchema = JSON.parse(await readFile(join(REPO, "test/fixtures/sarif/sarif-2.1.0-rtm.5.json"), "utf8"));
+// The schema has a pattern JavaScript rejects in unicode mode (`^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$`).
+const validateSarif = addFormats(new AjvDraft04({ strict: false, allErrors: true, unicodeRegExp: false })).compile(sarifSchema);
+
+/** A repository whose config sits in packages/agent/: one broken skill, one inlined with a `</skill>` in its body. */
+async function monorepo(config: object = { agents: { main: { skills: [{ root: "skills", inline: ["tagged"] }] } } }): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "packages/agent/skills.config.json": JSON.stringify(config),
+    "packages/agent/skills/bad/SKILL.md": "---\nname: bad\n---\nBody\n",
+    "packages/agent/skills/tagged/SKILL.md": skillMd("tagged", "Has a tag.", "Text.\nStop </skill> here."),
+  });
+  return dir;
+}
+
+const CONFIG = ["--config", "packages/agent/skills.config.json"];
+
+describe("--format github", () => {
+  it("names files relative to the working folder, with the end of the span where known", async () => {
+    const dir = await monorepo();
+    const run = await runCli(["check", ...CONFIG, "--format", "github"], { cwd: dir });
+    expect(run.code).toBe(1);
+    const lines = run.stderr.trim().split("\n");
+    expect(lines[0]).toMatch(/^::error file=packages\/agent\/skills\/bad\/SKILL\.md,line=1,col=1,title=description-missing::/);
+    expect(lines[1]).toMatch(/^::warning file=packages\/agent\/skills\/tagged\/SKILL\.md,line=7,endLine=7,col=6,endColumn=13,title=body-closes-tag::/);
+  });
+
+  it("annotates a config error on the config file, then prints it and exits 2", async () => {
+    const dir = await monorepo({ agents: { main: { skills: [{ root: 42 }] } } });
+    const run = await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_ACTIONS: "true" } });
+    expect(run.code).toBe(2);
+    const [annotation, plain] = run.stderr.trim().split("\n");
+    expect(annotation).toBe("::error file=packages/agent/skills.config.json,title=config-error::agents.main.skills[0].root: expected string, received number");
+    expect(plain).toMatch(/^skills: .*packages\/agent\/skills\.config\.json: agents\.main\.skills\[0\]\.root: expected string, received number$/);
+  });
+
+  it("annotates each stale file of build --check at its path in the bundle", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+    });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "A new description.") });
+    const run = await runCli(["build", "--check", "--format", "github"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("::error file=dist/skills/prompts/main.txt,title=stale-bundle::dist/skills is out of date: prompts/main.txt differs from a fresh build%0ARun `skills build` and commit the bundle.\n");
+  });
+});
+
+describe("--format sarif", () => {
+  it("prints a SARIF 2.1.0 log that the schema accepts: every rule with help, results with regions relative to the working folder", async () => {
+    const dir = await monorepo();
+    const run = await runCli(["check", ...CONFIG, "--format", "sarif"], { cwd: dir });
+    expect(run.code).toBe(1);
+    const log = JSON.parse(run.stdout);
+    expect(validateSarif(log), JSON.stringify(validateSarif.errors)).toBe(true);
+    const { driver } = log.runs[0].tool;
+    expect(driver.rules.map((rule: { id: string }) => rule.id)).toEqual(expect.arrayContaining(["description-missing", "body-closes-tag", "config-error", "stale-bundle"]));
+    expect(driver.rules.find((rule: { id: string }) => rule.id === "yaml-invalid").helpUri).toMatch(/^https:\/\/.+\/docs\/diagnostics\.md$/);
+    expect(log.runs[0].results).toEqual([
+      expect.objectContaining({
+        ruleId: "description-missing",
+        level: "error",
+        locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills/bad/SKILL.md" }, region: { startLine: 1, startColumn: 1 } } }],
+      }),
+      expect.objectContaining({
+        ruleId: "body-closes-tag",
+        level: "warning",
+        locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills/tagged/SKILL.md" }, region: { startLine: 7, startColumn: 6, endLine: 7, endColumn: 14 } } }],
+      }),
+    ]);
+    // The schema check is real: a log without its version fails.
+    expect(validateSarif({ ...log, version: undefined })).toBe(false);
+  });
+
+  it("gives a config error as a result on the config file, and exits 2", async () => {
+    const dir = await monorepo({ agents: { main: { skills: [{ root: 42 }] } } });
+    const run = await runCli(["check", ...CONFIG, "--format", "sarif"], { cwd: dir });
+    expect(run.code).toBe(2);
+    const log = JSON.parse(run.stdout);
+    expect(validateSarif(log), JSON.stringify(validateSarif.errors)).toBe(true);
+    expect(log.runs[0].results).toEqual([expect.objectContaining({ ruleId: "config-error", locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills.config.json" } } }] })]);
+  });
+});
+
+describe("the GitHub Actions job summary", () => {
+  it("gets a heading and a table of what was found, its text escaped", async () => {
+    const dir = await monorepo();
+    await writeTree(dir, { "packages/agent/skills/odd/SKILL.md": skillMd("a|<b>[x](y)") });
+    const summary = join(dir, "summary.md");
+    await writeTree(dir, { "summary.md": "earlier step\n" });
+    const run = await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary } });
+    expect(run.code).toBe(1);
+    const text = await readFile(summary, "utf8");
+    expect(text.startsWith("earlier step\n### skills check: failed, 1 error, 3 warnings (1 agent, 1 skill)\n\n| severity | where | code | message |\n")).toBe(true);
+    expect(text).toContain("| error | packages/agent/skills/bad/SKILL.md:1:1 | description-missing | no \\`description\\` in the frontmatter |\n");
+    expect(text).toContain('name "a\\|\\<b\\>\\[x\\](y)" does not match');
+  });
+
+  it("is not written outside GitHub Actions", async () => {
+    const dir = await monorepo();
+    const summary = join(dir, "summary.md");
+    await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_STEP_SUMMARY: summary } });
+    await expect(readFile(summary, "utf8")).rejects.toThrow("ENOENT");
+  });
+});
