@@ -9,8 +9,8 @@ import addFormatsModule from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
-const AjvDraft04 = (AjvDraft04Module as unknown as { default?: typeof AjvDraft04Module }).default ?? AjvDraft04Module;
-const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
+const AjvDraft04 = AjvDraft04Module.default ?? AjvDraft04Module;
+const addFormats = addFormatsModule.default ?? addFormatsModule;
 
 /** The SARIF 2.1.0 JSON Schema (draft-04), vendored: see test/fixtures/sarif/README.md. */
 const sarifSchema = JSON.parse(await readFile(join(REPO, "test/fixtures/sarif/sarif-2.1.0-rtm.5.json"), "utf8"));
