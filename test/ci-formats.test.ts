@@ -113,6 +113,14 @@ describe("the GitHub Actions job summary", () => {
     expect(text).toContain('name "a\\|\\<b\\>\\[x\\](y)" does not match');
   });
 
+  it("gets nothing from a run with nothing to report", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }), "skills/alpha/SKILL.md": skillMd("alpha") });
+    const summary = join(dir, "summary.md");
+    expect((await runCli(["check"], { cwd: dir, env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary } })).code).toBe(0);
+    await expect(readFile(summary, "utf8")).rejects.toThrow("ENOENT");
+  });
+
   it("is not written outside GitHub Actions", async () => {
     const dir = await monorepo();
     const summary = join(dir, "summary.md");

@@ -43,7 +43,7 @@ export interface CliRun {
 
 /** Runs the built CLI as a subprocess, without a TTY, colour or GitHub Actions unless `env` says so. */
 export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; uid?: number }): Promise<CliRun> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, GITHUB_ACTIONS: undefined, ...options.env };
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, GITHUB_ACTIONS: undefined, GITHUB_STEP_SUMMARY: undefined, ...options.env };
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
   return new Promise((resolve, reject) => {
     const user = options.uid === undefined ? {} : { uid: options.uid, gid: options.uid };

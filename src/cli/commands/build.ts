@@ -107,7 +107,7 @@ async function appendStepSummary(io: CommandIO, markdown: string): Promise<void>
   const path = io.env.GITHUB_STEP_SUMMARY;
   if (io.env.GITHUB_ACTIONS !== "true" || !path) return;
   try {
-    await appendFile(path, `${markdown}\n`);
+    await appendFile(path, `${markdown}\n\n`);
   } catch (error) {
     write(io.stderr, `skills: cannot append the job summary to ${escapeInvisible(path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
@@ -159,7 +159,8 @@ async function report(
   }
   if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
   const passed = result.ok && stale.length === 0;
-  await appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result)}`, annotations));
+  // A run with nothing to report adds nothing to the job's page (a workflow may run several).
+  if (annotations.length > 0) await appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result)}`, annotations));
   return passed ? 0 : 1;
 }
 
