@@ -18,7 +18,7 @@ const TSC = join(REPO, "node_modules/typescript/bin/tsc");
 const NPM_ENV = { ...process.env, npm_config_userconfig: "/dev/null", npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
 
 /** What packing needs: the sources of the build, and what the package ships besides dist/. */
-const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "tsconfig.json", "tsconfig.build.json"];
+const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "types", "tsconfig.json", "tsconfig.build.json"];
 
 const SERVER = `import { agents, getPrompt, renderSkill, skillTool, type AgentId, type SkillToolInput } from "./dist/skills/index.js";
 
