@@ -115,7 +115,7 @@ async function appendStepSummary(io: CommandIO, markdown: string): Promise<void>
 
 /** `build --check` found stale files: an annotation on each, at its path in the bundle. */
 function staleAnnotations(result: CheckResult & Partial<BuildResult>, cwd: string): Annotation[] {
-  const outDir = shownPath(result.outDir ?? "", cwd);
+  const outDir = ciPath(result.outDir!, cwd) || "."; // escaped with the rest of the message
   const states = { changed: "differs from", missing: "is missing from", extra: "is not in" };
   return (result.stale ?? []).map(({ path, state }) => ({
     severity: "error",
