@@ -228,7 +228,7 @@ export type ToolProperties<N extends string> = {
 export type SkillToolParameters<N extends string, Style extends ToolStyle = "use_skill"> = {
   type: "object";
   properties: ToolProperties<N>[Style];
-  required: string[];
+  required: [Style extends "use_skill" ? "skill" : "name"];
   additionalProperties: false;
 };
 
