@@ -1,6 +1,7 @@
 import { appendFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
+import { ConfigError } from "../../compile/config.js";
 import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
 import {
