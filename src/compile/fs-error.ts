@@ -4,13 +4,21 @@
  * the user of a CLI.
  */
 
+/** What Node's system errors carry: `NodeJS.ErrnoException`, spelled out so the package's declarations need no @types/node. */
+export interface SystemError extends Error {
+  code?: string;
+  syscall?: string;
+  path?: string;
+  errno?: number;
+}
+
 /** A filesystem operation failed (permissions, a read-only or full disk, a path that cannot be): the CLI exits 2. */
 export class FileSystemError extends Error {
   override name = "FileSystemError";
   constructor(
     /** What was being done, as in "cannot <action>": `write /app/dist/skills`. */
     readonly action: string,
-    override readonly cause: NodeJS.ErrnoException,
+    override readonly cause: SystemError,
   ) {
     const detail = cause.path !== undefined && !action.endsWith(cause.path) ? ` (${cause.syscall ?? "at"} ${cause.path})` : "";
     super(`cannot ${action}: ${systemErrorReason(cause)}${detail}`);
@@ -18,8 +26,8 @@ export class FileSystemError extends Error {
 }
 
 /** An error the operating system reported (it has an `E…` code and the call that failed), not a bug. */
-export function isSystemError(error: unknown): error is NodeJS.ErrnoException & { code: string; syscall: string } {
-  const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+export function isSystemError(error: unknown): error is SystemError & { code: string; syscall: string } {
+  const { code, syscall } = (error ?? {}) as SystemError;
   return typeof code === "string" && /^E[A-Z]+$/.test(code) && typeof syscall === "string";
 }
 
@@ -29,7 +37,7 @@ export function asFileSystemError(error: unknown, action: string): unknown {
 }
 
 /** A system error that no caller described: the call and its path stand for what was being done. */
-export function describeSystemError(error: NodeJS.ErrnoException & { syscall: string }): string {
+export function describeSystemError(error: SystemError & { syscall: string }): string {
   return new FileSystemError(`${error.syscall}${error.path === undefined ? "" : ` ${error.path}`}`, error).message;
 }
 
@@ -53,7 +61,7 @@ const REASONS: Record<string, string> = {
 };
 
 /** Why a system call failed, in words. */
-export function systemErrorReason(error: NodeJS.ErrnoException): string {
+export function systemErrorReason(error: SystemError): string {
   // `mkdir -p` through a file: Node reports the file as existing.
   if (error.code === "EEXIST" && error.syscall === "mkdir") return "a part of the path is a file, not a folder";
   return (error.code !== undefined ? REASONS[error.code] : undefined) ?? error.code ?? error.message;
