@@ -4,6 +4,8 @@ export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsCo
 export { z } from "zod";
 export type { AgentSkill, CompiledAgent, Compilation } from "./compile/compile.js";
 export type { Diagnostic, RuleCode, Severity } from "./compile/diagnostics.js";
+/** Named here so a config's inferred type can name it (declaration emit: TS2742). */
+export type { FrontmatterSchema } from "./compile/custom-fields.js";
 export { OutputError } from "./bundle/emit.js";
 export { FileSystemError } from "./compile/fs-error.js";
 export { manifestSchema, type Manifest } from "./bundle/manifest.js";
