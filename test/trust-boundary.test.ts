@@ -112,7 +112,7 @@ describe("skill text cannot forge a GitHub workflow command in any output", () =
     "skills/##[error]folder/SKILL.md": skillMd("folder"),
   });
   /** A command skillbake writes itself with --format github: every value escaped, the data after `::`. */
-  const OWN_COMMAND = /^::(error|warning) (file=[^,:]*,)?(line=\d+,)?(col=\d+,)?title=[a-z-]+::/;
+  const OWN_COMMAND = /^::(error|warning) (file=[^,:]*,)?(line=\d+,)?(endLine=\d+,)?(col=\d+,)?(endColumn=\d+,)?title=[a-z-]+::/;
 
   /** Lines a runner would act on (it trims leading whitespace; `##[` counts anywhere) that skillbake did not write. */
   function forgedLines(output: string): string[] {
@@ -131,7 +131,7 @@ describe("skill text cannot forge a GitHub workflow command in any output", () =
       outputs.push([args.join(" "), result.stdout + result.stderr]);
       return result;
     };
-    for (const format of ["pretty", "github", "json"]) {
+    for (const format of ["pretty", "github", "json", "sarif"]) {
       expect((await run(["build", "--format", format])).code).toBe(0);
       expect((await run(["check", "--format", format])).code).toBe(0);
     }
@@ -143,7 +143,7 @@ describe("skill text cannot forge a GitHub workflow command in any output", () =
     manifest.agents = { "::error::agent": manifest.agents.main };
     await writeTree(dir, { "forged-base/manifest.json": JSON.stringify(manifest) });
     await writeTree(dir, forgeTree("Forged, edited.\\n::error file=src/auth.ts,line=1,title=Security::FORGED\\n##[error]x", "Step two."));
-    for (const format of ["pretty", "github", "json"]) {
+    for (const format of ["pretty", "github", "json", "sarif"]) {
       const check = await run(["build", "--check", "--format", format]);
       expect(check.code).toBe(1);
       if (format !== "json") expect(check.stderr).toContain("Step two."); // the diff is shown
