@@ -61,16 +61,7 @@ export interface Diagnostic {
 }
 
 /** A diagnostic before the config's `rules` have decided its severity. */
-export interface Finding {
-  code: RuleCode;
-  message: string;
-  file?: string;
-  line?: number;
-  column?: number;
-  endLine?: number;
-  endColumn?: number;
-  hint?: string;
-}
+export type Finding = Omit<Diagnostic, "severity">;
 
 export type RuleOverrides = Partial<Record<RuleCode, RuleSetting>>;
 
