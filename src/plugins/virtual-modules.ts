@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { lstatSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { compileCached } from "../api.js";
 import { bundleOf, bundleTexts } from "../bundle/bundle.js";
@@ -140,8 +140,12 @@ function ambientModule(id: string, dts: string): string {
 function writeDeclarations(file: string, text: string): void {
   let existing: string | undefined;
   try {
+    // A committed link or FIFO in its place is neither followed (read, then written through) nor waited on.
+    const kind = lstatSync(file);
+    if (!kind.isFile()) throw new ConfigError(file, `is ${kind.isSymbolicLink() ? "a symlink" : "not a regular file"}; not followed. Remove it, or set the plugin's \`types\` option to another path`);
     existing = readFileSync(file, "utf8");
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new ConfigError(file, `cannot read the declaration file (${(error as NodeJS.ErrnoException).code})`);
   }
   if (existing === text) return;
