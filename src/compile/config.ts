@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { isBuiltin, SourceMap } from "node:module";
+import { createRequire, isBuiltin, SourceMap } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -339,7 +339,7 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
  * lines of its files through the inline source map.
  */
 async function importTypeScript(file: string): Promise<ImportedConfig> {
-  const { build } = await import("esbuild");
+  const { build } = loadEsbuild();
   const url = pathToFileURL(file).href;
   let output;
   try {
@@ -371,6 +371,14 @@ async function importTypeScript(file: string): Promise<ImportedConfig> {
   const configCode = typeScriptCode(file, code);
   const module = `data:text/javascript;base64,${Buffer.from(code).toString("base64")}`;
   return { value: await evaluate(file, module, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
+}
+
+/**
+ * esbuild, loaded when a config needs it. `require`, not `import()`: esbuild's entry is CommonJS, and importing it
+ * from ESM first scans its 100 KB for export names (cjs-module-lexer), a quarter of the cost of loading it.
+ */
+function loadEsbuild(): typeof import("esbuild") {
+  return createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
 }
 
 /** The config's code as Node runs it, so that a failure can be pointed at the config's own line. */
@@ -497,7 +505,7 @@ async function failureLocation(error: unknown, code: ConfigCode): Promise<string
 async function syntaxErrorLocation(code: ConfigCode): Promise<string | undefined> {
   const [source] = code.sources;
   if (!source) return undefined;
-  const { transform } = await import("esbuild");
+  const { transform } = loadEsbuild();
   try {
     await transform(source.text, { loader: "js", format: "esm", logLevel: "silent" });
   } catch (error) {
