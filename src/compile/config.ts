@@ -8,6 +8,7 @@ import { inspect } from "node:util";
 import { z } from "zod";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
 import { RULE_CODES } from "./diagnostics.js";
+import { readTranspiledConfig, writeTranspiledConfig, type TranspiledConfig } from "./config-cache.js";
 import { didYouMean } from "./suggest.js";
 import { systemErrorReason } from "./fs-error.js";
 import { DEFAULT_TOKEN_ENCODING, TOKEN_ENCODINGS } from "./tokens.js";
@@ -339,6 +340,18 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
  * lines of its files through the inline source map.
  */
 async function importTypeScript(file: string): Promise<ImportedConfig> {
+  (globalThis as Record<symbol, unknown>)[ZOD_KEY] = z;
+  const cwd = process.cwd();
+  const { code: output, inputs } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd));
+  const url = pathToFileURL(file).href;
+  const code = `${output}\n//# sourceURL=${url}\n`;
+  const configCode = typeScriptCode(file, code);
+  const module = `data:text/javascript;base64,${Buffer.from(code).toString("base64")}`;
+  return { value: await evaluate(file, module, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
+}
+
+/** Bundles a TypeScript config with esbuild, and caches the result (src/compile/config-cache.ts). */
+async function transpileTypeScript(file: string, cwd: string): Promise<TranspiledConfig> {
   const { build } = loadEsbuild();
   const url = pathToFileURL(file).href;
   let output;
@@ -363,14 +376,17 @@ async function importTypeScript(file: string): Promise<ImportedConfig> {
     if (first?.location) throw new ConfigError(`${resolve(dirname(file), basename(first.location.file))}:${first.location.line}:${first.location.column + 1}`, text!);
     throw new ConfigError(file, text ?? String(error));
   }
-  const code = `${output.outputFiles[0]!.text}\n//# sourceURL=${url}\n`;
-  const inputs = Object.keys(output.metafile.inputs)
-    .filter((input) => !input.startsWith("skillbake-shim:"))
-    .map((input) => resolve(process.cwd(), input))
-    .sort();
-  const configCode = typeScriptCode(file, code);
-  const module = `data:text/javascript;base64,${Buffer.from(code).toString("base64")}`;
-  return { value: await evaluate(file, module, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
+  const bundled = Object.entries(output.metafile.inputs).filter(([input]) => !input.startsWith(`${SHIM_NAMESPACE}:`));
+  const transpiled = { code: output.outputFiles[0]!.text, inputs: bundled.map(([input]) => resolve(cwd, input)).sort() };
+  const imports = new Map(
+    bundled.map(([input, { imports }]) => [
+      resolve(cwd, input),
+      imports.filter((imported) => !imported.path.startsWith(`${SHIM_NAMESPACE}:`)).map((imported) => (imported.external ? imported : { path: resolve(cwd, imported.path) })),
+    ]),
+  );
+  const sources = new Map(typeScriptCode(file, transpiled.code).sources.map((source) => [source.path, source.text]));
+  writeTranspiledConfig(file, cwd, transpiled, imports, sources);
+  return transpiled;
 }
 
 /**
@@ -421,6 +437,9 @@ const packagesByPath = {
   },
 };
 
+/** The shim's esbuild namespace: its module is `skillbake-shim:skillbake` in the metafile. */
+const SHIM_NAMESPACE = "skillbake-shim";
+
 /** Where the shim finds the compiler's zod: a module imported from a data: URL can import no file of ours. */
 const ZOD_KEY = Symbol.for("skillbake.zod");
 
@@ -432,9 +451,8 @@ const ZOD_KEY = Symbol.for("skillbake.zod");
 const skillbakeShim = {
   name: "skillbake-shim",
   setup(build: import("esbuild").PluginBuild) {
-    (globalThis as Record<symbol, unknown>)[ZOD_KEY] = z;
-    build.onResolve({ filter: /^skillbake$/ }, () => ({ path: "skillbake", namespace: "skillbake-shim" }));
-    build.onLoad({ filter: /.*/, namespace: "skillbake-shim" }, () => ({
+    build.onResolve({ filter: /^skillbake$/ }, () => ({ path: "skillbake", namespace: SHIM_NAMESPACE }));
+    build.onLoad({ filter: /.*/, namespace: SHIM_NAMESPACE }, () => ({
       contents: `export const defineConfig = (config) => config;\nexport const z = globalThis[Symbol.for("skillbake.zod")];`,
       loader: "js",
     }));
