@@ -59,7 +59,7 @@ export interface BuildResult extends CheckResult {
 
 /** Everything `build` does except writing (the build cache is read, not written). */
 export async function check(options: CheckOptions = {}): Promise<CheckResult> {
-  return (await compileCached(options)).result;
+  return (await compileCached(options, { readOnly: true })).result;
 }
 
 /**
@@ -67,7 +67,7 @@ export async function check(options: CheckOptions = {}): Promise<CheckResult> {
  * came from the same compilation and is untouched, it is left as it is (`written: false`).
  */
 export async function build(options: BuildOptions = {}): Promise<BuildResult> {
-  const { result, cache } = await compileCached(options);
+  const { result, cache } = await compileCached(options, { readOnly: options.check === true });
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
@@ -86,11 +86,12 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
 
 /**
  * Loads the config and compiles with the build cache; the caller saves the cache (`cache.save()`) when done.
- * `check` and `build` use it, and so do the bundler plugins, which build in memory.
+ * `check` and `build` use it, and so do the bundler plugins, which build in memory. `readOnly`: nothing is written,
+ * not even the transpiled-config cache (`check`, `build --check`).
  */
-export async function compileCached(options: CheckOptions): Promise<{ result: CheckResult; cache: BuildCache }> {
+export async function compileCached(options: CheckOptions, { readOnly = false } = {}): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
-  const loaded = await loadConfig(options.config, cwd);
+  const loaded = await loadConfig(options.config, cwd, { readOnly });
   const cache = BuildCache.open(loaded);
   const compilation = await compile(loaded, {
     onProgress: options.onProgress,

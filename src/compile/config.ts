@@ -216,12 +216,12 @@ export class ConfigError extends Error {
 }
 
 /** Finds (`path` omitted: the first config file in `cwd`), loads and validates a config. */
-export async function loadConfig(path?: string, cwd = process.cwd()): Promise<LoadedConfig> {
+export async function loadConfig(path?: string, cwd = process.cwd(), { readOnly = false } = {}): Promise<LoadedConfig> {
   // lstat: a link named skills.config.ts is found even when its target is missing, and then reported as such.
   const file = path ? resolve(cwd, path) : CONFIG_FILE_NAMES.map((name) => join(cwd, name)).find((candidate) => lstatSync(candidate, { throwIfNoEntry: false }));
   if (!file) throw new ConfigError(cwd, `no config found (looked for ${CONFIG_FILE_NAMES.join(", ")}); run \`skills init\` to create one`);
   assertConfigFile(file);
-  const { value, inputs, exportAt, code } = await importConfigFile(file);
+  const { value, inputs, exportAt, code } = await importConfigFile(file, readOnly);
   if (file.endsWith(".json") && typeof value === "object" && value !== null && Object.hasOwn(value, "frontmatter")) {
     throw new ConfigError(file, "frontmatter: a JSON config cannot hold a zod schema; move the config to skills.config.ts and write `frontmatter: z.object({ … })`");
   }
@@ -278,7 +278,7 @@ function assertConfigFile(file: string): void {
   }
 }
 
-async function importConfigFile(file: string): Promise<ImportedConfig> {
+async function importConfigFile(file: string, readOnly: boolean): Promise<ImportedConfig> {
   if (file.endsWith(".json")) {
     // A byte order mark is allowed: some editors on Windows save JSON with one.
     const text = (await readFile(file, "utf8")).replace(/^\uFEFF/, "");
@@ -295,7 +295,7 @@ async function importConfigFile(file: string): Promise<ImportedConfig> {
     }
     return { value, inputs: [file], exportAt: `${file}:1:1` };
   }
-  if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file);
+  if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file, readOnly);
   const code: ConfigCode = { module: file, sources: [{ path: file, text: await readFile(file, "utf8") }] };
   return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`, code), inputs: [file], exportAt: exportLocation(file, code), code };
 }
@@ -340,10 +340,10 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
  * imports too (they are one bundle); stack frames name the config (`//# sourceURL`), and are mapped back to the
  * lines of its files through the inline source map.
  */
-async function importTypeScript(file: string): Promise<ImportedConfig> {
+async function importTypeScript(file: string, readOnly: boolean): Promise<ImportedConfig> {
   (globalThis as Record<symbol, unknown>)[ZOD_KEY] = z;
   const cwd = process.cwd();
-  const { code: output, inputs } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd));
+  const { code: output, inputs } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd, readOnly));
   const url = pathToFileURL(file).href;
   const code = `${output}\n//# sourceURL=${url}\n`;
   const configCode = typeScriptCode(file, code);
@@ -351,8 +351,8 @@ async function importTypeScript(file: string): Promise<ImportedConfig> {
   return { value: await evaluate(file, module, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
 }
 
-/** Bundles a TypeScript config with esbuild, and caches the result (src/compile/config-cache.ts). */
-async function transpileTypeScript(file: string, cwd: string): Promise<TranspiledConfig> {
+/** Bundles a TypeScript config with esbuild, and caches the result unless `readOnly` (src/compile/config-cache.ts). */
+async function transpileTypeScript(file: string, cwd: string, readOnly: boolean): Promise<TranspiledConfig> {
   const { build } = loadEsbuild();
   const url = pathToFileURL(file).href;
   let output;
@@ -385,6 +385,7 @@ async function transpileTypeScript(file: string, cwd: string): Promise<Transpile
       imports.filter((imported) => !imported.path.startsWith(`${SHIM_NAMESPACE}:`)).map((imported) => (imported.external ? imported : { path: resolve(cwd, imported.path) })),
     ]),
   );
+  if (readOnly) return transpiled;
   const sources = new Map(typeScriptCode(file, transpiled.code).sources.map((source) => [source.path, source.text]));
   writeTranspiledConfig(file, cwd, transpiled, imports, sources);
   return transpiled;
