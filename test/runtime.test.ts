@@ -74,8 +74,8 @@ const file = (name: string, overrides: Partial<SkillFile> = {}): SkillFile => ({
   ...overrides,
 });
 
-/** A skill table of whole files: bodies go into their own list, as the modules hold them. */
-const tableOf = (files: SkillFile[], agents: SkillTable["agents"]): SkillTable => ({ files: files.map(({ body: _body, ...rest }) => rest), bodies: files.map((entry) => entry.body), agents });
+/** A skill table of whole files: each record a function, as the modules hold them. */
+const tableOf = (files: SkillFile[], agents: SkillTable["agents"]): SkillTable => ({ names: files.map((entry) => entry.name), files: files.map((entry) => () => entry), agents });
 
 describe("createRuntime", () => {
   const runtime = createRuntime(
@@ -139,14 +139,12 @@ describe("createRuntime", () => {
     expect(calls).toBe(1);
   });
 
-  it("reads a skill's body on its own first lookup only: one getSkill of many builds one entry", () => {
+  it("reads a skill's record on its own first lookup only: one getSkill of many builds one entry", () => {
     const names = ["a", "b", "c", "d"];
     const read: number[] = [];
-    // As the modules give them: each body a getter.
-    const bodies = Object.defineProperties({}, Object.fromEntries(names.map((name, index) => [index, { get: () => (read.push(index), `# ${name}`) }])));
     const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: names } }, () => ({
-      files: names.map((name) => file(name)),
-      bodies,
+      names,
+      files: names.map((name, index) => () => (read.push(index), file(name))),
       agents: { main: names.map((_, index) => ({ file: index, listed: true, mode: "available" as const, source: 0 })) },
     }));
     const first = lazy.getSkill("main", "c");

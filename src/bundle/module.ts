@@ -3,8 +3,8 @@ import { z } from "zod";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
-import { asciiOnly, jsonParts, MODULE_STYLE, type BundleFile, type Part } from "./parts.js";
-import type { AgentData, SkillTable } from "../runtime/helpers.js";
+import { asciiOnly, jsonParts, MODULE_STYLE, Slot, type BundleFile, type Part } from "./parts.js";
+import type { AgentData, SkillFile, SkillTable } from "../runtime/helpers.js";
 
 /** The compiled text of src/runtime/helpers.ts, put in by the build (scripts/runtime-text.mjs). */
 declare const __SKILLBAKE_RUNTIME__: string;
@@ -62,17 +62,17 @@ function moduleJs(agents: readonly CompiledAgent[], order: (skill: AgentSkill) =
       return { file: fileIndex.get(skill.file)!, listed: skill.listed, mode: skill.mode, source: skill.source, ...(location === undefined ? {} : { baseDir, location }) };
     });
   }
-  // The skills sit in a function that runs on the first lookup (see createRuntime): until then the engine only
-  // scans them, which keeps `import` + `getPrompt` fast for big catalogues. Measured with V8 in Node 20: the
-  // function must be a declaration (a function literal passed straight to a call is compiled eagerly: 10,000
-  // skills imported ~1.6x slower), and the prompts a `const` (inside the call's arguments, 1,000 skills ~1.6x).
-  // Each body is a getter, compiled only when a lookup reads it, and the skills' data one JSON string for
-  // JSON.parse: with the table as literals, the first `getSkill` of 10,000 skills cost twice the import and
-  // 175 MB, all of it compiling the table; now a quarter of the import and 15 MB.
+  // Each SKILL.md's record (its data and body) is a function of its own: at import V8 only pre-parses (scans) it,
+  // and a lookup compiles the one record it reads. The names and rows that find a record sit in a function
+  // declaration run on the first lookup. Measured with V8 in Node 20 at 10,000 skills: with all records in one
+  // function (a JSON string and a getter per body), the first lookup compiled that function whole, scanning every
+  // body a second time: +1/4 of the import and +40 MB. The records must be `function` expressions: arrows there
+  // were compiled eagerly (import 5x slower, +190 MB). The prompts are a `const` (inside the call's arguments,
+  // 1,000 skills ~1.6x slower).
   return [
-    `${__SKILLBAKE_RUNTIME__}\nfunction skillTable() {\n  return {\n    files: JSON.parse(${JSON.stringify(jsonParts(skills.map(skillFile), JSON_DATA_STYLE).join(""))}),\n    bodies: {\n`,
-    ...skills.flatMap((skill, index) => [`      get ${index}() { return `, { body: order(skill), ascii: true }, "; },\n"]),
-    `    },\n    agents: ${jsLiteral(skillsByAgent)},\n  };\n}\n\nconst AGENTS = ${jsLiteral(agentData)};\n\n`,
+    `${__SKILLBAKE_RUNTIME__}\nconst SKILL_FILES = [\n`,
+    ...skills.flatMap((skill) => ["  function () { return ", ...jsonParts(skillFile(skill, new Slot({ body: order(skill), ascii: true })), MODULE_STYLE), "; },\n"]),
+    `];\n\nfunction skillTable() {\n  return {\n    names: ${jsLiteral(skills.map((skill) => skill.name))},\n    files: SKILL_FILES,\n    agents: ${jsLiteral(skillsByAgent)},\n  };\n}\n\nconst AGENTS = ${jsLiteral(agentData)};\n\n`,
     "export const { agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool } = createRuntime(AGENTS, skillTable);\nexport { SkillError };\n",
   ];
 }
@@ -94,14 +94,12 @@ function modelInvocable(agent: CompiledAgent): string[] {
   return [...new Set(agent.skills.filter((skill) => skill.fields["disable-model-invocation"] !== true && (skill.mode === "inline" || skill.listed)).map((skill) => skill.name))];
 }
 
-function skillFile(skill: AgentSkill): SkillTable["files"][number] {
+/** A SKILL.md's record in a module, with its body in the slot `body`. */
+function skillFile(skill: AgentSkill, body: Slot): Record<keyof SkillFile, unknown> {
   const { name, description, file, location, baseDir, hash, fields, extra } = skill;
   // Keys in sorted order, as the literal has them: written without a sorted copy.
-  return { baseDir, description, extra, fields, file, files: skill.files.map(({ path, size }) => ({ path, size })), hash, location, name };
+  return { baseDir, body, description, extra, fields, file, files: skill.files.map(({ path, size }) => ({ path, size })), hash, location, name };
 }
-
-/** JSON text for `JSON.parse` in a module: ASCII only, keys sorted (`__proto__` is an own key there as in JSON). */
-const JSON_DATA_STYLE = { ...MODULE_STYLE, literal: false };
 
 /** A JS literal of JSON data (no slots), ASCII only, keys sorted. */
 function jsLiteral(value: unknown): string {

@@ -96,12 +96,14 @@ export interface AgentData {
 }
 
 /**
- * Every skill's data, loaded on the first lookup (see `createRuntime`): `bodies[i]` is the body of `files[i]`. The
- * modules give `bodies` as an object of getters, so the engine compiles a body only when a lookup reads it.
+ * What finds a skill, loaded on the first lookup (see `createRuntime`), and each SKILL.md's data: `files[i]()`
+ * gives file `i`'s whole record, its body included. The modules give each record as a function of its own, so the
+ * engine compiles one skill's data only when a lookup reads it.
  */
 export interface SkillTable {
-  files: Omit<SkillFile, "body">[];
-  bodies: Readonly<Record<number, string>>;
+  /** Each file's skill name, by file index: enough to find a skill by name without building any. */
+  names: string[];
+  files: readonly (() => SkillFile)[];
   /** `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging). */
   agents: Record<string, { file: number; listed: boolean; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
 }
@@ -158,26 +160,29 @@ export interface Runtime {
 }
 
 /**
- * The bundle's API over its data. `loadSkills` returns every skill; it runs on the first lookup, not at import:
- * a module of thousands of skills is then parsed lazily by the JS engine, and importing it to call `getPrompt`
- * costs little more than reading the file. A skill's entry is built, and its body read, on its own first lookup:
- * one `getSkill` of ten thousand skills compiles one body, not all. Everything handed out is deep-frozen.
+ * The bundle's API over its data. `loadSkills` returns the skill table; it runs on the first lookup, not at
+ * import: a module of thousands of skills is then parsed lazily by the JS engine, and importing it to call
+ * `getPrompt` costs little more than reading the file. A skill's entry is built, and its record read, on its own
+ * first lookup: one `getSkill` of ten thousand skills compiles one record, not all. Everything handed out is
+ * deep-frozen.
  */
 export function createRuntime(agentData: Record<string, AgentData>, loadSkills: () => SkillTable): Runtime {
   const ids = Object.keys(agentData);
   let table: SkillTable | undefined;
+  /** Each file's record once read: agents that select the same SKILL.md share it. */
+  const records: SkillFile[] = [];
   /** Per agent: its skill rows, each name's first position, the entries built so far, and the whole list once asked for. */
   const agentSkills = new Map<string, { rows: SkillTable["agents"][string]; byName: Map<string, number>; built: SkillEntry[]; entries?: readonly SkillEntry[] }>();
   const skillsOf = (agent: string) => {
     table ??= loadSkills();
     let skills = agentSkills.get(agent);
     if (!skills) {
-      const { files, agents } = table;
+      const { names, agents } = table;
       const rows = agents[agent]!;
       const byName = new Map<string, number>();
       // A name selected from several sources is listed twice; the first (the one the prompt lists first) wins.
       rows.forEach((row, position) => {
-        const { name } = files[row.file]!;
+        const name = names[row.file]!;
         if (!byName.has(name)) byName.set(name, position);
       });
       skills = { rows, byName, built: [] };
@@ -190,9 +195,9 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     let entry = skills.built[position];
     if (!entry) {
       const { file, listed, mode, source, location, baseDir } = skills.rows[position]!;
-      const shared = table!.files[file]!;
+      const { body, ...shared } = (records[file] ??= table!.files[file]!());
       const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
-      entry = deepFreeze({ ...shared, ...elsewhere, body: table!.bodies[file]!, mode, listed, source, structure: summarizeStructure(shared.files) });
+      entry = deepFreeze({ ...shared, ...elsewhere, body, mode, listed, source, structure: summarizeStructure(shared.files) });
       skills.built[position] = entry;
     }
     return entry;
