@@ -142,14 +142,16 @@ describe("createRuntime", () => {
   it("reads a skill's record on its own first lookup only: one getSkill of many builds one entry", () => {
     const names = ["a", "b", "c", "d"];
     const read: number[] = [];
-    const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: names } }, () => ({
+    const lazy = createRuntime({ main: { format: "pi", prompt: "P", modelInvocable: names }, other: { format: "markdown", prompt: "", modelInvocable: ["c"] } }, () => ({
       names,
       files: names.map((name, index) => () => (read.push(index), file(name))),
-      agents: { main: names.map((_, index) => ({ file: index, listed: true, mode: "available" as const, source: 0 })) },
+      agents: { main: names.map((_, index) => ({ file: index, listed: true, mode: "available" as const, source: 0 })), other: [{ file: 2, listed: false, mode: "inline", source: 0 }] },
     }));
     const first = lazy.getSkill("main", "c");
     expect([first.body, read]).toEqual(["# c", [2]]);
     expect([lazy.findSkill("main", "c"), lazy.renderSkill("main", "c"), read]).toEqual([first, expect.stringContaining("# c"), [2]]);
+    // Another agent that selects the same SKILL.md reads the record already read, with its own mode.
+    expect([lazy.getSkill("other", "c").mode, read]).toEqual(["inline", [2]]);
     expect(lazy.expandCommand("main", "/a x")).toBe("[Skill: a]\n\n# a\n\nARGUMENTS: x");
     expect(read).toEqual([2, 0]);
     // Listing them all builds the rest, once, and hands out the entries already built.
