@@ -1,5 +1,7 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { check, type CheckResult } from "../src/index.js";
+import { build, check, type CheckResult } from "../src/index.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];
@@ -177,5 +179,18 @@ describe("frontmatter keys that are JavaScript's own names", () => {
     expect(Object.entries(extra)).toEqual([["__proto__", "polluted"], ["constructor", "built"]]);
     const { stableJson } = await import("../src/bundle/parts.js");
     expect(JSON.parse(stableJson(extra))).toEqual(JSON.parse('{"__proto__":"polluted","constructor":"built"}'));
+  });
+
+  it("keeps them as own keys in the generated module's entry too (its records are object literals)", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/odd/SKILL.md": "---\nname: odd\ndescription: Odd keys.\n__proto__: polluted\nconstructor: built\n---\n",
+    });
+    expect((await build({ cwd: dir })).written).toBe(true);
+    const bundle = await import(pathToFileURL(join(dir, "dist/skills/index.js")).href);
+    const { extra } = bundle.getSkill("main", "odd");
+    expect(Object.getPrototypeOf(extra)).toBe(Object.prototype);
+    expect(Object.entries(extra)).toEqual([["__proto__", "polluted"], ["constructor", "built"]]);
   });
 });
