@@ -127,7 +127,8 @@ async function compareWithDisk(outDir: string, bundle: Bundle, copies: readonly 
 
   // A missing file is listed, not diffed: its whole text would say nothing the listing does not. Only a file of
   // plain text is diffed (prompts first): one holding skill bodies is too large to hold whole.
-  const texts = new Map(bundle.files.flatMap((file) => ("parts" in file && file.parts.every((part) => typeof part === "string") ? [[file.path, file.parts.join("")] as const] : [])));
+  // Made as it is written, a file is one that holds bodies (see `lazyParts`); a file of text alone is an array of strings.
+  const texts = new Map(bundle.files.flatMap((file) => ("parts" in file && Array.isArray(file.parts) && file.parts.every((part) => typeof part === "string") ? [[file.path, file.parts.join("")] as const] : [])));
   const changed = stale.filter((file) => file.state === "changed" && !file.notFollowed && texts.has(file.path)).map((file) => file.path);
   const shown = changed.find((path) => path.startsWith("prompts/")) ?? changed[0];
   const opened = shown === undefined ? undefined : openBundleFile(outDir, shown);

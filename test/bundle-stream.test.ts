@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
 import { bundleOf, bundleTexts, renderBundle, type Bundle, type Sink } from "../src/bundle/bundle.js";
 import { compareBundle } from "../src/bundle/emit.js";
-import { jsonParts, jsonString, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
+import { Each, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -30,7 +30,7 @@ describe("JSON in parts", () => {
   it("writes exactly what JSON.stringify writes of the key-sorted value (manifest style)", () => {
     fc.assert(
       fc.property(fc.oneof(jsonValue, withUndefined, fc.array(fc.oneof(jsonValue, fc.constant(undefined)))), (value) => {
-        expect(jsonParts(value, MANIFEST_STYLE).join("")).toBe(sortedJson(value));
+        expect(jsonText(value, MANIFEST_STYLE)).toBe(sortedJson(value));
         expect(stableJson(value)).toBe(`${sortedJson(value)}\n`);
       }),
       { numRuns: 300, seed: 11 },
@@ -40,7 +40,7 @@ describe("JSON in parts", () => {
   it("writes an ASCII JavaScript literal that evaluates to the same value (module style), __proto__ kept as a key", () => {
     fc.assert(
       fc.property(fc.oneof(jsonValue, fc.dictionary(fc.constantFrom("__proto__", "constructor", "a", "é"), jsonValue)), (value) => {
-        const literal = jsonParts(value, MODULE_STYLE).join("");
+        const literal = jsonText(value, MODULE_STYLE);
         expect(/^[\x00-\x7e]*$/.test(literal)).toBe(true);
         const evaluated: unknown = new Function(`return (${literal});`)();
         expect(JSON.stringify(evaluated)).toBe(JSON.stringify(JSON.parse(sortedJson(value))));
@@ -49,8 +49,34 @@ describe("JSON in parts", () => {
     );
   });
 
+  it("writes an Each as the array of its mapped items, at any depth, in both styles, an element at a time", () => {
+    /** `value` with its arrays (those at even depths, or all) turned into an Each of the same elements. */
+    const withEach = (value: unknown, all: boolean, depth = 0): unknown => {
+      if (Array.isArray(value)) {
+        const items = value.map((item) => withEach(item, all, depth + 1));
+        return all || depth % 2 === 0 ? new Each(items, (item) => item) : items;
+      }
+      if (value && typeof value === "object") {
+        const copy: Record<string, unknown> = {};
+        for (const [key, item] of Object.entries(value)) Object.defineProperty(copy, key, { value: withEach(item, all, depth + 1), enumerable: true, writable: true, configurable: true });
+        return copy;
+      }
+      return value;
+    };
+    fc.assert(
+      fc.property(fc.oneof(jsonValue, fc.array(jsonValue), fc.dictionary(fc.string(), fc.array(jsonValue))), fc.boolean(), (value, all) => {
+        const lazy = withEach(value, all);
+        expect(jsonText(lazy, MANIFEST_STYLE)).toBe(jsonText(value, MANIFEST_STYLE));
+        expect(jsonText(lazy, MODULE_STYLE)).toBe(jsonText(value, MODULE_STYLE));
+      }),
+      { numRuns: 500, seed: 14 },
+    );
+    const parts = [...jsonParts({ a: new Each([0, 1], (index) => ({ body: new Slot({ body: index, ascii: false }) })) }, MANIFEST_STYLE)];
+    expect(parts).toEqual(['{\n  "a": ', "[\n    ", "{\n      \"body\": ", { body: 0, ascii: false }, "\n    }", ",\n    ", "{\n      \"body\": ", { body: 1, ascii: false }, "\n    }", "\n  ]", "\n}"]);
+  });
+
   it("orders keys as JavaScript objects do: array-index keys first, in numeric order, then the rest sorted", () => {
-    expect(jsonParts({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE).join("")).toBe('{"9":3,"10":2,"a":4,"b":1}');
+    expect(jsonText({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE)).toBe('{"9":3,"10":2,"a":4,"b":1}');
   });
 
   it("jsonString is JSON.stringify of any text, line breaks, quotes, control characters and lone surrogates included", () => {
@@ -65,11 +91,11 @@ describe("JSON in parts", () => {
 
   it("cannot be fooled by a value that looks like a slot's marker", () => {
     const forged = { a: "\u0000", b: new Slot({ body: 0, ascii: false }), c: "\u0000x:0" };
-    expect(jsonParts(forged, MANIFEST_STYLE)).toEqual(['{\n  "a": "\\u0000",\n  "b": ', { body: 0, ascii: false }, ',\n  "c": "\\u0000x:0"\n}']);
+    expect([...jsonParts(forged, MANIFEST_STYLE)]).toEqual(['{\n  "a": "\\u0000",\n  "b": ', { body: 0, ascii: false }, ',\n  "c": "\\u0000x:0"\n}']);
   });
 
   it("leaves each slot as a part of its own, between the text around it", () => {
-    const parts = jsonParts({ b: new Slot({ body: 0, ascii: false }), a: 1, c: [new Slot({ sha256Of: "x.js" })] }, MODULE_STYLE);
+    const parts = [...jsonParts({ b: new Slot({ body: 0, ascii: false }), a: 1, c: [new Slot({ sha256Of: "x.js" })] }, MODULE_STYLE)];
     expect(parts).toEqual(['{"a":1,"b":', { body: 0, ascii: false }, ',"c":[', { sha256Of: "x.js" }, "]}"]);
   });
 });

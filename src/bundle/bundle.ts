@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import type { Compilation } from "../compile/compile.js";
+import type { AgentSkill, Compilation } from "../compile/compile.js";
 import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, MANIFEST_SCHEMA_URL, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { moduleFiles, placedElsewhere } from "./module.js";
-import { asciiOnly, jsonParts, jsonString, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
+import { asciiOnly, Each, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
 import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
@@ -19,32 +19,39 @@ export interface Bundle {
 }
 
 /**
- * The digest of everything a bundle is made from: the compilation (bodies stand in by their SKILL.md's hash;
- * format functions by the prompts they rendered), the outDir and the tool. Equal digests, equal bundles. Keys
- * stay in the order the compiler built them: the same inputs build them in the same order. Hashed a piece at a
- * time: a 10,000-skill compilation is ~15 MB of JSON.
+ * The digest of everything a bundle is made from, taken from the hashes of what it is made of rather than from
+ * all the compilation holds: the tool, the outDir, `inputsHash` (the resolved config, the environment's budget,
+ * every bundled skill's path and file hashes, the context files' hashes), the diagnostics, and each agent less
+ * its skills (a format function by what it rendered; a budget by the skills it dropped). The rest (each skill's
+ * fields, description and body, which skills each agent selects, where) follows from those; only the fields a
+ * `frontmatter` schema outputs are hashed as they came out, as its transforms are code. Equal digests, equal bundles.
  */
 export function bundleFingerprint(compilation: Compilation): string {
-  const { file, dir, config, inputs } = compilation.config;
+  const { file, dir, inputs, config } = compilation.config;
+  const skills = bundledSkills(compilation);
   const hash = createHash("sha256").update(
-    JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, config, inputs }, diagnostics: compilation.diagnostics }, schemaAsJson),
+    JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, inputs }, inputs: inputsHash(compilation, skills), diagnostics: compilation.diagnostics }),
   );
-  for (const { skills, ...agent } of compilation.agents) {
-    hash.update(JSON.stringify(agent));
-    for (const { body: _body, ...skill } of skills) hash.update(JSON.stringify(skill));
-  }
+  for (const { skills: _skills, ...agent } of compilation.agents) hash.update(`\n${JSON.stringify(agent)}`);
+  if (config.frontmatter) for (const skill of skills) hash.update(`\n${JSON.stringify(skill.fields)}`);
   return hash.digest("hex");
+}
+
+/** Each skill of the bundle once (the first agent's record of it), sorted by SKILL.md path: the bodies' order. */
+function bundledSkills(compilation: Compilation): AgentSkill[] {
+  const skills = new Map<string, AgentSkill>();
+  for (const agent of compilation.agents) for (const skill of agent.skills) if (!skills.has(skill.file)) skills.set(skill.file, skill);
+  return [...skills.values()].sort((a, b) => compareStrings(a.file, b.file));
 }
 
 /**
  * The bundle's files (SPEC §6). Pure: every output is derived from the compilation alone, with sorted keys, LF
- * line ends and a final newline (prompts excepted: they are byte-exact prompt text).
+ * line ends and a final newline (prompts excepted: they are byte-exact prompt text). The manifest and the
+ * modules are made as they are written (see `lazyParts`).
  */
 export function bundleOf(compilation: Compilation): Bundle {
-  const skills = new Map<string, Compilation["agents"][number]["skills"][number]>();
-  for (const agent of compilation.agents) for (const skill of agent.skills) if (!skills.has(skill.file)) skills.set(skill.file, skill);
-  const ordered = [...skills.values()].sort((a, b) => compareStrings(a.file, b.file));
-  const bodyIndex = new Map(ordered.map((skill, index) => [skill.file, index]));
+  const ordered = bundledSkills(compilation);
+  const shared = new Map(ordered.map((skill) => [skill.file, skill]));
 
   const files: BundleFile[] = [];
   const agents: Manifest["agents"] = {};
@@ -59,7 +66,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       ...(agent.tokens ? { tokens: agent.tokens } : {}),
-      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, listed: skill.listed, ...placedElsewhere(skill, skills.get(skill.file)!) })),
+      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, listed: skill.listed, ...placedElsewhere(skill, shared.get(skill.file)!) })),
       ...(agent.description === undefined ? {} : { description: agent.description }),
       ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
@@ -68,7 +75,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       ...(writesContext ? { contextFile: `agents/${agent.id}/${contextFile}` } : {}),
     };
   }
-  files.push(...moduleFiles(compilation, bodyIndex));
+  files.push(...moduleFiles(compilation, ordered));
 
   const outputs: Record<string, Slot> = {};
   for (const file of files) outputs[file.path] = new Slot({ sha256Of: file.path });
@@ -78,7 +85,7 @@ export function bundleOf(compilation: Compilation): Bundle {
     generator: GENERATOR,
     agents,
     // Keys in sorted order, as the manifest has them: written without a sorted copy.
-    skills: ordered.map((skill, index) => ({
+    skills: new Each(ordered, (skill, index) => ({
       baseDir: skill.baseDir,
       body: new Slot({ body: index, ascii: false }),
       description: skill.description,
@@ -94,9 +101,15 @@ export function bundleOf(compilation: Compilation): Bundle {
     })),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
-    hashes: { inputs: inputsHash(compilation), outputs },
+    hashes: { inputs: inputsHash(compilation, ordered), outputs },
   } satisfies Record<keyof Manifest, unknown>;
-  files.push({ path: "manifest.json", parts: [...jsonParts(manifest, MANIFEST_STYLE), "\n"] });
+  files.push({
+    path: "manifest.json",
+    parts: lazyParts(function* () {
+      yield* jsonParts(manifest, MANIFEST_STYLE);
+      yield "\n";
+    }),
+  });
   return { files, bodies: ordered.map((skill) => skill.body) };
 }
 
@@ -139,19 +152,15 @@ export function stagedCopies(compilation: Compilation): StagedCopy[] {
  * Identifies what the bundle was built from, so a server can log it: the resolved config (a format function by
  * its source text) and `SKILLS_PROMPT_CHAR_BUDGET`, and the path and content hash of every skill in the bundle, its files and its agents'
  * context files. Paths are config-relative, so the hash does not depend on the folder the project sits in.
+ * `skills`: the bundled skills, sorted by file.
  */
-function inputsHash(compilation: Compilation): string {
-  const skills = new Map<string, Compilation["agents"][number]["skills"][number]>();
-  for (const agent of compilation.agents) for (const skill of agent.skills) skills.set(skill.file, skill);
+function inputsHash(compilation: Compilation, skills: readonly AgentSkill[]): string {
   const config = JSON.parse(JSON.stringify(compilation.config.config, (key, value: unknown) => (typeof value === "function" ? `function ${String(value)}` : schemaAsJson(key, value))));
   const context = compilation.agents.flatMap((agent) => agent.context.files.map((file) => [file.file, file.hash]));
   // SKILLS_PROMPT_CHAR_BUDGET counts as config: a changed variable makes `build --check` report the bundle stale.
   const environment = compilation.config.environmentBudget === undefined ? {} : { environment: { SKILLS_PROMPT_CHAR_BUDGET: compilation.config.environmentBudget } };
   const hash = createHash("sha256").update(stableJson({ config, context, ...environment }));
-  for (const file of [...skills.keys()].sort(compareStrings)) {
-    const skill = skills.get(file)!;
-    hash.update(`\n${JSON.stringify([file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`);
-  }
+  for (const skill of skills) hash.update(`\n${JSON.stringify([skill.file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`);
   return hash.digest("hex");
 }
 
@@ -221,21 +230,25 @@ export function renderBundle(bundle: Bundle, open: (path: string) => Sink, same:
 /** One file's parts on their way to its sink: encoded into a chunk, hashed, and written a chunk at a time. */
 class FileWriter {
   readonly hashSlots: { offset: number; of: string }[] = [];
-  private next = 0;
+  private readonly parts: Iterator<Part>;
+  /** A body part taken from `parts` before its body's turn. */
+  private waiting: BodyPart | undefined;
   private offset = 0;
   private filled = 0;
   private readonly chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   private readonly hash = createHash("sha256");
 
   constructor(
-    private readonly parts: readonly Part[],
+    parts: Iterable<Part>,
     readonly sink: Sink,
-  ) {}
+  ) {
+    this.parts = parts[Symbol.iterator]();
+  }
 
   /** Writes parts up to and including the body `body`, stopping before any later body. */
   advance(body: number, bodyText: (part: BodyPart) => string): void {
-    for (; this.next < this.parts.length; this.next++) {
-      const part = this.parts[this.next]!;
+    for (let part = this.waiting ?? this.next(); part !== undefined; part = this.next()) {
+      this.waiting = undefined;
       if (typeof part === "string") this.text(part);
       else if ("sha256Of" in part) {
         this.text('"');
@@ -244,9 +257,16 @@ class FileWriter {
         this.emit(HASH_PLACEHOLDER, true);
         this.text('"');
       } else if (part.body === body) this.text(bodyText(part));
-      else if (part.body > body) return;
-      else throw new Error(`skillbake: body ${part.body} is out of order in a bundle file`);
+      else if (part.body > body) {
+        this.waiting = part;
+        return;
+      } else throw new Error(`skillbake: body ${part.body} is out of order in a bundle file`);
     }
+  }
+
+  private next(): Part | undefined {
+    const next = this.parts.next();
+    return next.done ? undefined : next.value;
   }
 
   /** Flushes what is left; returns the sha256 of everything written, before any patch. */

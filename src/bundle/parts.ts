@@ -25,13 +25,30 @@ export interface HashPart {
 
 export type BundleFile =
   /** Bodies appear in increasing index order, each at most once. */
-  | { path: string; parts: Part[] }
+  | { path: string; parts: Iterable<Part> }
   /** The same text as the file at `sameAs` (a single agent's module is index.js): linked, not written twice. */
   | { path: string; sameAs: string };
+
+/**
+ * Parts made afresh each time they are iterated: a file's text is made as it is written, a skill at a time,
+ * never whole (a 10,000-skill manifest is ~13 MB without its bodies); and it can be written twice (a twin
+ * compared on its own, see `compareBundle`).
+ */
+export function lazyParts(parts: () => Iterable<Part>): Iterable<Part> {
+  return { [Symbol.iterator]: () => parts()[Symbol.iterator]() };
+}
 
 /** Where a value's JSON text leaves room for a part of its own: a body or a hash. */
 export class Slot {
   constructor(readonly part: BodyPart | HashPart) {}
+}
+
+/** An array whose elements are made one at a time as its JSON is written (`map` of each item), not held at once. */
+export class Each<T> {
+  constructor(
+    readonly items: readonly T[],
+    readonly map: (item: T, index: number) => unknown,
+  ) {}
 }
 
 /** How `jsonParts` writes: the manifest's layout, or the modules' compact JavaScript literals. */
@@ -49,44 +66,93 @@ export const MODULE_STYLE: JsonStyle = { indent: false, ascii: true, literal: tr
 
 /**
  * `value` as JSON (or, in the module style, a JavaScript literal of it) with object keys sorted at every depth,
- * as JavaScript orders them (keys that are array indexes first, in numeric order, as in any object), and each
- * `Slot` left as a part of its own. The text is JSON.stringify's: each slot goes in as a marker string that no
- * value can hold (it carries a random nonce), and the text is split at the markers.
+ * as JavaScript orders them (keys that are array indexes first, in numeric order, as in any object), each
+ * `Slot` left as a part of its own and each `Each` written an element at a time. The text is JSON.stringify's:
+ * each slot or `Each` goes in as a marker string that no value can hold (it carries a random nonce), and the
+ * text is cut at the markers. `depth`: how deep in a document of this style the value sits (its indentation).
  */
-export function jsonParts(value: unknown, style: JsonStyle): Part[] {
-  const slots: Slot["part"][] = [];
-  let text = JSON.stringify(sortedCopy(value, slots), null, style.indent ? 2 : undefined) ?? "null";
+export function* jsonParts(value: unknown, style: JsonStyle, depth = 0): Generator<Part, void, undefined> {
+  const holes: Hole[] = [];
+  // Nested `depth` arrays deep, JSON.stringify indents the value as the document around it would.
+  let wrapped: unknown = sortedCopy(value, holes);
+  for (let level = 0; level < depth; level++) wrapped = [wrapped];
+  let text = JSON.stringify(wrapped, null, style.indent ? 2 : undefined) ?? "null";
+  const { prefix, suffix } = wrapping(style.indent, depth);
+  text = text.slice(prefix, text.length - suffix);
   // In compact JSON a key is the only string that follows `{` or `,` and precedes `:` (a quote inside a string is escaped).
   if (style.literal) text = text.replace(/([{,])"__proto__":/g, '$1["__proto__"]:');
-  const parts: Part[] = [];
+  const textPart = style.ascii ? asciiOnly : (part: string) => part;
   let start = 0;
-  for (const match of text.matchAll(SLOT_MARKER)) {
-    if (match.index > start) parts.push(text.slice(start, match.index));
-    parts.push(slots[Number(match[1])]!);
-    start = match.index + match[0].length;
+  for (let at = text.indexOf(MARKER_START); at >= 0; at = text.indexOf(MARKER_START, start)) {
+    const end = text.indexOf('"', at + MARKER_START.length);
+    const hole = holes[Number(text.slice(at + MARKER_START.length, end))]!;
+    if (at > start) yield textPart(text.slice(start, at));
+    start = end + 1;
+    if (hole instanceof Each) yield* eachParts(hole, style, style.indent ? elementDepth(text, at, depth) : 0);
+    else yield hole;
   }
-  if (start < text.length) parts.push(text.slice(start));
-  return style.ascii ? parts.map((part) => (typeof part === "string" ? asciiOnly(part) : part)) : parts;
+  if (start < text.length) yield textPart(start === 0 ? text : text.slice(start));
+}
+
+type Hole = Slot["part"] | Each<unknown>;
+
+/** An `Each` as a JSON array whose elements are at `depth`, an element at a time. */
+function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Generator<Part, void, undefined> {
+  if (each.items.length === 0) return yield "[]";
+  const newline = style.indent ? `\n${"  ".repeat(depth)}` : "";
+  for (let index = 0; index < each.items.length; index++) {
+    yield `${index === 0 ? "[" : ","}${newline}`;
+    yield* jsonParts(each.map(each.items[index]!, index), style, depth);
+  }
+  yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
+}
+
+/**
+ * The depth of the elements of an `Each` whose marker is at `at` in the indented text of a value at `depth`: one
+ * deeper than the line holding the marker (later lines are indented absolutely; the first is the value's own).
+ */
+function elementDepth(text: string, at: number, depth: number): number {
+  const lineStart = text.lastIndexOf("\n", at) + 1;
+  if (lineStart === 0) return depth + 1;
+  let spaces = 0;
+  while (text.charCodeAt(lineStart + spaces) === 32) spaces++;
+  return spaces / 2 + 1;
+}
+
+const wrappings = new Map<string, { prefix: number; suffix: number }>();
+/** The lengths of the text before and after a value nested `depth` arrays deep. */
+function wrapping(indent: boolean, depth: number): { prefix: number; suffix: number } {
+  const key = `${indent}:${depth}`;
+  let lengths = wrappings.get(key);
+  if (!lengths) {
+    let nested: unknown = 0;
+    for (let level = 0; level < depth; level++) nested = [nested];
+    const text = JSON.stringify(nested, null, indent ? 2 : undefined);
+    lengths = { prefix: text.indexOf("0"), suffix: text.length - text.indexOf("0") - 1 };
+    wrappings.set(key, lengths);
+  }
+  return lengths;
 }
 
 const NONCE = randomBytes(16).toString("hex");
-/** What a slot is while JSON.stringify writes: a string holding U+0000 and the nonce, as JSON writes it. */
-const slotMarker = (index: number) => `\u0000${NONCE}:${index}`;
-const SLOT_MARKER = new RegExp(`"\\\\u0000${NONCE}:(\\d+)"`, "g");
+/** What a hole is while JSON.stringify writes: a string holding U+0000 and the nonce, as JSON writes it. */
+const holeMarker = (index: number) => `\u0000${NONCE}:${index}`;
+const MARKER_START = `"\\u0000${NONCE}:`;
 
 /**
- * `value` with object keys in sorted order and slots turned into markers; an object or array whose keys are
+ * `value` with object keys in sorted order and holes turned into markers; an object or array whose keys are
  * already sorted and whose members need no change is kept as it is, so the bundle's own objects (built in order)
  * are not copied. An own `__proto__` key stays an own key.
  */
-function sortedCopy(value: unknown, slots: Slot["part"][]): unknown {
-  if (value instanceof Slot) return slotMarker(slots.push(value.part) - 1);
+function sortedCopy(value: unknown, holes: Hole[]): unknown {
+  if (value instanceof Slot) return holeMarker(holes.push(value.part) - 1);
+  if (value instanceof Each) return holeMarker(holes.push(value) - 1);
   if (typeof value !== "object" || value === null || value instanceof Date) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
     for (let index = 0; index < value.length; index++) {
       const item: unknown = value[index];
-      const sorted = sortedCopy(item, slots);
+      const sorted = sortedCopy(item, holes);
       if (sorted !== item && !copy) copy = value.slice(0, index);
       copy?.push(sorted);
     }
@@ -104,7 +170,7 @@ function sortedCopy(value: unknown, slots: Slot["part"][]): unknown {
   for (let index = 0; index < keys.length; index++) {
     const key = keys[index]!;
     const item = record[key];
-    const member = sortedCopy(item, slots);
+    const member = sortedCopy(item, holes);
     if (member !== item && !copy) {
       copy = {};
       for (let earlier = 0; earlier < index; earlier++) setOwn(copy, keys[earlier]!, record[keys[earlier]!]);
@@ -139,6 +205,13 @@ export function asciiOnly(jsonText: string): string {
 
 /** JSON with object keys sorted at every depth, two-space indented, LF and a final newline. */
 export function stableJson(value: unknown): string {
-  return `${jsonParts(value, MANIFEST_STYLE).join("")}\n`;
+  return `${jsonText(value, MANIFEST_STYLE)}\n`;
+}
+
+/** `jsonParts` of a value without slots, as one string. */
+export function jsonText(value: unknown, style: JsonStyle): string {
+  let text = "";
+  for (const part of jsonParts(value, style)) text += part as string;
+  return text;
 }
 
