@@ -98,7 +98,10 @@ type Hole = Slot["part"] | Each<unknown>;
 
 /** An `Each` as a JSON array whose elements are at `depth`, an element at a time. */
 function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Generator<Part, void, undefined> {
-  if (each.items.length === 0) return yield "[]";
+  if (each.items.length === 0) {
+    yield "[]";
+    return;
+  }
   const newline = style.indent ? `\n${"  ".repeat(depth)}` : "";
   for (let index = 0; index < each.items.length; index++) {
     yield `${index === 0 ? "[" : ","}${newline}`;
