@@ -4,16 +4,24 @@ import { basename, dirname, join } from "node:path";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
 import { RULES, type Finding } from "./diagnostics.js";
-import { skillBody } from "./parse.js";
+import type { FileStats } from "./resources.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
 
 /** Bumped when the file's layout changes. */
-const FORMAT = 1;
+const FORMAT = 2;
 
 /**
- * What one SKILL.md yields, less its body: the body is most of the bytes, and every build reads the SKILL.md
- * anyway (to hash it, and because the bundle holds the body), so caching it would only double the reading.
+ * Timestamp granularity allowed for: a file changed less than this before a build looked at it may change again
+ * within the same timestamp, keeping its size, mtime and ctime (FAT keeps mtimes in 2-second steps, ext3 and
+ * HFS+ in 1-second ones; Linux's ext4 and tmpfs stamp with a clock that ticks every few milliseconds).
+ */
+const RACY_NS = 2_000_000_000n;
+
+/**
+ * What one SKILL.md yields, less its body: the body is most of the bytes, and a build that rewrites the bundle
+ * reads it anyway, so caching it would only double the reading; a build that leaves the bundle alone needs it
+ * only for the skills it inlines.
  */
 interface SkillRecord {
   /** sha256 of the SKILL.md bytes: with the path and folder name, what the record is valid for. */
@@ -33,52 +41,114 @@ interface BundleRecord {
   paths: Record<string, string>;
 }
 
+/** A skill file (SKILL.md or another) as a build found and hashed it. */
+interface FileRecord {
+  /** `statSignature` of the file when it was hashed. */
+  stat: string;
+  size: number;
+  sha256: string;
+}
+
 interface CacheContents {
   /** By SKILL.md path relative to the config folder. */
   skills: Record<string, SkillRecord>;
+  /** By path relative to the config folder, as discovered (a linked folder's files under the link's path). */
+  files: Record<string, FileRecord>;
   bundle?: BundleRecord;
 }
 
 /**
  * The build cache (`node_modules/.cache/skillbake/<config file name>.json` beside the config). It holds each
- * SKILL.md's parse and validation outcome, keyed by the sha256 of its bytes, so a rebuild re-parses only what
- * changed; and the fingerprint of the last bundle written, so a rebuild whose compilation is unchanged writes
- * nothing. The whole file is keyed by the tool's version and the settings that change what a SKILL.md yields
- * (`yaml`, `descriptionFallback`, the names of the `frontmatter` schema's fields: their values are checked after
- * the cache); a file that is unreadable, corrupt (its checksum disagrees), or written by another version or for
- * other settings is ignored and replaced. Never mtime alone: skills are matched by
- * content hash; the bundle by the compilation's digest and, for its files, inode + size + mtime + ctime.
+ * skill file's size and sha256 with its stat signature (device, inode, size, mtime and ctime in nanoseconds),
+ * so a rebuild neither reads nor hashes a file whose signature is unchanged; each SKILL.md's parse and
+ * validation outcome, keyed by the sha256 of its bytes, so a rebuild re-parses only what changed; and the
+ * fingerprint of the last bundle written, so a rebuild whose compilation is unchanged writes nothing. The whole
+ * file is keyed by the tool's version and the settings that change what a SKILL.md yields (`yaml`,
+ * `descriptionFallback`, the names of the `frontmatter` schema's fields: their values are checked after the
+ * cache); a file that is unreadable, corrupt (its checksum disagrees), or written by another version or for
+ * other settings is ignored and replaced.
+ *
+ * A signature is recorded only for a file whose mtime and ctime are safely older (by `RACY_NS`) than the moment
+ * the build began: git's "racily clean" rule. A file changed that recently could change again within the same
+ * timestamp, size unchanged, and keep the signature; it is hashed again by the next build instead. Any later
+ * write, rename over or replacement gives a file a newer ctime (and a new file a new inode or ctime), so a
+ * signature recorded by this rule changes with the file.
+ *
+ * In watch mode one cache serves every rebuild (`nextBuild`), so nothing is read back from disk between them.
  */
 export class BuildCache {
   /** SKILL.md files parsed this run, and those whose outcome came from the cache. */
   readonly stats = { parsed: 0, reused: 0 };
-  private readonly next: CacheContents = { skills: {} };
+  /** Skill files read and hashed this run, and those whose hash came from the cache (their signature unchanged). */
+  readonly fileStats = { hashed: 0, unchanged: 0 };
+  private next: CacheContents = { skills: {}, files: {} };
   private dirty = false;
+  /** Files changed after this moment (less the granularity) get no signature: see `RACY_NS`. */
+  private trustedBefore = nowNs() - RACY_NS;
 
   private constructor(
     private readonly file: string,
-    private readonly key: string,
-    private readonly previous: CacheContents,
+    readonly key: string,
+    private previous: CacheContents,
   ) {}
 
   static open(loaded: LoadedConfig): BuildCache {
-    const { config } = loaded;
-    const customFields = config.frontmatter ? declaredFields(config.frontmatter) : [];
-    const key = sha256(JSON.stringify({ tool: TOOL_VERSION, yaml: config.yaml, descriptionFallback: config.descriptionFallback ?? null, customFields }));
+    const key = BuildCache.keyOf(loaded);
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
     const previous = readContents(file, key);
-    const cache = new BuildCache(file, key, previous ?? { skills: {} });
+    const cache = new BuildCache(file, key, previous ?? { skills: {}, files: {} });
     cache.dirty = previous === undefined;
     return cache;
   }
 
-  /** A SKILL.md's outcome: from the cache when its bytes, path and folder match a record, else from `validate`. */
-  skill(displayFile: string, folder: string, bytes: Uint8Array, hash: string, validate: () => ValidationResult): ValidationResult {
+  /** The settings' digest a cache for `loaded` has: a config edit that changes it needs a cache of its own. */
+  static keyOf(loaded: LoadedConfig): string {
+    const { config } = loaded;
+    const customFields = config.frontmatter ? declaredFields(config.frontmatter) : [];
+    return sha256(JSON.stringify({ tool: TOOL_VERSION, yaml: config.yaml, descriptionFallback: config.descriptionFallback ?? null, customFields }));
+  }
+
+  /** Starts another build on this cache (watch mode): what this build recorded is what the next one reuses. */
+  nextBuild(): void {
+    this.previous = this.next;
+    this.next = { skills: {}, files: {}, ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
+    this.dirty = false;
+    this.trustedBefore = nowNs() - RACY_NS;
+    Object.assign(this.stats, { parsed: 0, reused: 0 });
+    Object.assign(this.fileStats, { hashed: 0, unchanged: 0 });
+  }
+
+  /**
+   * The size and sha256 an earlier build recorded for the file at `displayPath` when it had these stats (as the
+   * walk found it inside the root, before any read); undefined when it did not, so the file must be read.
+   */
+  knownFile(displayPath: string, stats: FileStats): { size: number; sha256: string } | undefined {
+    const record = this.previous.files[displayPath];
+    if (!record || typeof record.stat !== "string" || record.stat !== signatureOf(stats) || typeof record.sha256 !== "string" || !Number.isInteger(record.size)) return undefined;
+    this.fileStats.unchanged++;
+    this.next.files[displayPath] = record;
+    return { size: record.size, sha256: record.sha256 };
+  }
+
+  /** Records a file just hashed, with the stats it was read with (the open file's own); a racily clean one is left out. */
+  recordFile(displayPath: string, stats: FileStats, size: number, sha256: string): void {
+    this.fileStats.hashed++;
+    const changedAt = stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs;
+    if (changedAt >= this.trustedBefore) return;
+    this.next.files[displayPath] = { stat: signatureOf(stats), size, sha256 };
+    this.dirty = true;
+  }
+
+  /**
+   * A SKILL.md's outcome: from the cache (without its body) when its hash, path and folder match a record, else
+   * from `validate`.
+   */
+  skill(displayFile: string, folder: string, hash: string, validate: () => ValidationResult): { findings: Finding[]; content?: Omit<SkillContent, "body"> & { body?: string } } {
     const record = this.previous.skills[displayFile];
     if (record && isSkillRecord(record) && record.hash === hash && record.folder === folder) {
       this.stats.reused++;
       this.next.skills[displayFile] = record;
-      return { findings: record.findings, ...(record.content ? { content: { ...record.content, body: skillBody(bytes) } } : {}) };
+      return record.content ? { findings: record.findings, content: record.content } : { findings: record.findings };
     }
     this.stats.parsed++;
     const result = validate();
@@ -119,7 +189,7 @@ export class BuildCache {
   /** Writes the cache if anything changed (a record added, dropped or replaced); failures are ignored. */
   save(): void {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
-    const dropped = Object.keys(this.previous.skills).some((path) => !(path in this.next.skills));
+    const dropped = [this.previous.skills, this.previous.files].some((records, index) => Object.keys(records).some((path) => !(path in [this.next.skills, this.next.files][index]!)));
     if (!this.dirty && !dropped) return;
     const payload = JSON.stringify(this.next);
     const header = JSON.stringify({ format: FORMAT, key: this.key, sha256: sha256(payload) });
@@ -149,7 +219,7 @@ function readContents(file: string, key: string): CacheContents | undefined {
     const payload = text.slice(newline + 1);
     if (header.sha256 !== sha256(payload)) return undefined;
     const contents = JSON.parse(payload) as CacheContents;
-    return typeof contents.skills === "object" && contents.skills !== null ? contents : undefined;
+    return isObject(contents.skills) && isObject(contents.files) ? contents : undefined;
   } catch {
     return undefined;
   }
@@ -192,6 +262,15 @@ function statSignature(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A skill file's signature: `statSignature`'s, and the device, as two folders' files may share inode numbers. */
+function signatureOf(stats: FileStats): string {
+  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+}
+
+function nowNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
 }
 
 function sha256(text: string): string {

@@ -8,10 +8,11 @@ import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConf
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
-import { locateInFrontmatter, parseSkillFile } from "./parse.js";
+import { locateInFrontmatter, parseSkillFile, skillBody } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
-import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation } from "./render.js";
-import { hashFile, isSameFile, PathChangedError, type FileIdentity, type SkillFile } from "./resources.js";
+import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
+import { FileSystemError } from "./fs-error.js";
+import { hashFile, isSameFile, PathChangedError, type FileIdentity, type FileStats, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
@@ -116,14 +117,14 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const listings = [...roots.values()];
 
   // A file reached through two roots (one nested in the other) is read and checked once.
-  const byFile = new Map<string, { folder: string; dir: string; file: string; identity: FileIdentity }>();
-  const verified = new Map<string, FileIdentity>();
+  const byFile = new Map<string, { folder: string; dir: string; file: string; stats: FileStats }>();
+  const verified = new Map<string, FileStats>();
   for (const listing of listings) {
     findings.push(...listing.findings);
     for (const skill of listing.skills) {
       // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
       if (skill.file.startsWith(outDir + sep)) continue;
-      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, identity: skill.identities.get("SKILL.md")! });
+      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! });
       for (const [path, identity] of skill.identities) {
         const absolute = join(dirname(skill.file), path);
         if (!verified.has(absolute)) verified.set(absolute, identity);
@@ -134,30 +135,42 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
-  const checkFile = ({ file, folder, identity }: { file: string; folder: string; identity: FileIdentity }) => {
+  const checkFile = ({ file, folder, stats }: { file: string; folder: string; stats: FileStats }) => {
     const displayFile = display(file);
-    const read = readSkillBytes(file, identity);
-    if (!("bytes" in read)) {
-      findings.push({ ...read, file: displayFile });
-      return;
+    const cache = options.cache;
+    // With its signature unchanged, the file is not read: its hash and outcome come from the cache, and its bytes
+    // are read (and checked against that hash) only if something needs them.
+    let known = cache?.knownFile(displayFile, stats);
+    let bytes: Uint8Array | undefined;
+    if (!known) {
+      const read = readSkillBytes(file, stats);
+      if (!("bytes" in read)) {
+        findings.push({ ...read, file: displayFile });
+        return;
+      }
+      bytes = read.bytes;
+      known = { size: Number(read.stats.size), sha256: createHash("sha256").update(bytes).digest("hex") };
+      // A file over the size limit is read only in part, so its hash cannot tell that it changed.
+      if (known.size === bytes.byteLength) cache?.recordFile(displayFile, read.stats, known.size, known.sha256);
     }
-    const { bytes, stats } = read;
-    const size = Number(stats.size);
-    const hash = createHash("sha256").update(bytes).digest("hex");
-    skillFileHashes.set(file, { size, sha256: hash });
+    const { size, sha256: hash } = known;
+    skillFileHashes.set(file, known);
+    const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats, hash);
     const validate = () =>
-      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytes, config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback, customFields });
-    // A file over the size limit is read only in part, so its hash cannot tell that it changed.
-    const validated = options.cache && size === bytes.byteLength ? options.cache.skill(displayFile, folder, bytes, hash, validate) : validate();
+      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback, customFields });
+    const validated = cache && (bytes === undefined || size === bytes.byteLength) ? cache.skill(displayFile, folder, hash, validate) : validate();
     findings.push(...validated.findings);
     // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.
     let { content } = validated;
     if (content && config.frontmatter) {
-      const checked = checkCustomFields(displayFile, config.frontmatter, content, (path) => locateInFrontmatter(bytes, path));
+      const checked = checkCustomFields(displayFile, config.frontmatter, content, (path) => locateInFrontmatter(bytesNow(), path));
       content = checked.content;
       findings.push(...checked.findings);
     }
-    if (content) validByFile.set(file, { ...content, file, displayFile, hash });
+    if (!content) return;
+    const { body, ...metadata } = content;
+    const read = bytes;
+    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash }, body ?? (read ? skillBody(read) : () => skillBody(readUnchanged(file, displayFile, stats, hash)))));
   };
   let done = 0;
   for (const skill of byFile.values()) {
@@ -169,7 +182,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const skills: RootSkill[] = [];
     for (const found of listing.skills) {
       const valid = validByFile.get(found.file);
-      if (valid) skills.push({ ...valid, dir: found.dir, files: found.files });
+      if (valid) skills.push(withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body));
     }
     validByRoot.set(listing.root, skills);
   }
@@ -190,7 +203,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
       const staged = stagedDirs?.get(skill.file);
       const stagedFile = staged && join(outDir, staged, "SKILL.md");
-      return {
+      return withBody({
         name: skill.name,
         description: skill.description,
         ...(stagedFile ? locate(stagedFile, display(stagedFile), config.location, `${staged}/SKILL.md`) : locate(skill.file, skill.displayFile, config.location)),
@@ -200,16 +213,15 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
         fields: skill.fields,
         extra: skill.extra,
         hash: skill.hash,
-        body: skill.body,
         files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
         sourceDir: dirname(skill.file),
         ...(staged ? { staged } : {}),
         listed: false, // settled below, once the budget is applied
-      };
+      }, () => skill.body);
     });
     const context = contexts[index]!;
     const format = agent.format ?? config.format;
-    const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => ({ ...skill, hidden: isHidden(skill) }));
+    const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill): PromptSkill => withBody({ name: skill.name, description: skill.description, location: skill.location, baseDir: skill.baseDir, mode: skill.mode, hidden: isHidden(skill) }, () => skill.body));
     const tool = agent.tool && { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style };
     const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: agent.catalogue ?? "prompt", tool: tool ?? DEFAULT_TOOL };
     if (typeof format !== "string" && agent.catalogue === "tool") {
@@ -275,10 +287,44 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     return compiled;
   }));
 
-  hashSkillFiles(agents, display, findings, skillFileHashes, verified);
+  hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache);
   await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
+}
+
+/**
+ * Gives `target` a `body` read on first use and kept: an unchanged SKILL.md is read only when a rewritten bundle,
+ * an inlined skill or a format function needs its body. Not enumerable, so copies, JSON (the bundle's
+ * fingerprint) and the cache leave it out. `body` is the text, or what reads it.
+ */
+function withBody<T extends object>(target: T, body: string | (() => string)): T & { body: string } {
+  let text = typeof body === "string" ? body : undefined;
+  return Object.defineProperty(target, "body", {
+    get: () => (text ??= (body as () => string)()),
+    enumerable: false,
+  }) as T & { body: string };
+}
+
+/**
+ * SKILL.md's bytes when the cache had its hash: the file must still be the one discovery found (device, inode)
+ * and hold those bytes, or the compilation built from the cache is not this file's. A view of a shared buffer.
+ */
+function readUnchanged(file: string, displayFile: string, stats: FileStats, hash: string): Uint8Array {
+  const read = readSkillBytes(file, stats);
+  if (!("bytes" in read) || createHash("sha256").update(read.bytes).digest("hex") !== hash) {
+    throw new FileSystemError(`read ${displayFile}`, new Error("it changed during the build; build again"));
+  }
+  return read.bytes;
+}
+
+/** A skill file's size and sha256: from the cache when its signature is unchanged, else read (and recorded). */
+function hashResource(path: string, displayPath: string, found: FileStats | undefined, cache: BuildCache | undefined): { size: number; sha256: string } {
+  const known = found && cache?.knownFile(displayPath, found);
+  if (known) return known;
+  const hashed = hashFile(path, found);
+  cache?.recordFile(displayPath, hashed.stats, hashed.size, hashed.sha256);
+  return hashed;
 }
 
 function isHidden(skill: AgentSkill): boolean {
@@ -435,13 +481,17 @@ function readContextFile(path: string, configDir: string, configReal: string): U
   }
 }
 
-/** Sizes and hashes the files of every skill in the bundle, each folder once; `known` holds what was read already. */
+/**
+ * Sizes and hashes the files of every skill in the bundle, each folder once; `known` holds what was read already,
+ * and the cache what an earlier build read of a file whose signature (as discovery found it) is unchanged.
+ */
 function hashSkillFiles(
   agents: readonly CompiledAgent[],
   display: (path: string) => string,
   findings: Finding[],
   known: ReadonlyMap<string, { size: number; sha256: string }>,
-  verified: ReadonlyMap<string, FileIdentity>,
+  verified: ReadonlyMap<string, FileStats>,
+  cache: BuildCache | undefined,
 ): void {
   const bySkill = new Map<string, AgentSkill[]>();
   for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);
@@ -451,7 +501,7 @@ function hashSkillFiles(
     files.forEach((file, index) => {
       const path = join(sourceDir, file.path);
       try {
-        const { size, sha256 } = known.get(path) ?? hashFile(path, verified.get(path));
+        const { size, sha256 } = known.get(path) ?? hashResource(path, display(path), verified.get(path), cache);
         files[index] = { path: file.path, sha256, size }; // keys in the manifest's (sorted) order: written without a copy
       } catch (error) {
         unreadable.add(path);

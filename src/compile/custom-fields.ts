@@ -36,7 +36,7 @@ export type Locate = (path: readonly PropertyKey[]) => { valueAt: Position; keyA
  * `frontmatter-schema` finding per issue, at the value's line:col, and no content, so the skill is left out and
  * the generated types stay true. `field:` with no value is "not set", as for the built-in fields. Pure.
  */
-export function checkCustomFields(file: string, schema: FrontmatterSchema, content: SkillContent, locate: Locate): { content?: SkillContent; findings: Finding[] } {
+export function checkCustomFields<Content extends Pick<SkillContent, "fields" | "extra">>(file: string, schema: FrontmatterSchema, content: Content, locate: Locate): { content?: Content; findings: Finding[] } {
   const input: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(content.extra)) if (!KNOWN_FIELD_NAMES.includes(key) && value !== null) defineOwn(input, key, value);
   const result = schema.safeParse(input, { reportInput: true });

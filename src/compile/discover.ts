@@ -3,7 +3,7 @@ import { join, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
-import { isSameFile, type FileIdentity } from "./resources.js";
+import { isSameFile, type FileIdentity, type FileStats } from "./resources.js";
 
 /**
  * Files (and folders) one skill folder may list, counting each path links lead to: links that fan out into a
@@ -28,7 +28,7 @@ export interface DiscoveredSkill {
    * The identity of each of `files` (and of SKILL.md) when the walk found it inside the root, by the same
    * relative path: a file read later must still be that one (`path-changed`).
    */
-  identities: Map<string, FileIdentity>;
+  identities: Map<string, FileStats>;
 }
 
 export interface RootListing {
@@ -98,7 +98,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
   };
 
   /** The identity of a regular file the walk listed (`path`, at `realPath`); a finding when it is unreadable or no longer a file. */
-  const identify = (path: string, realPath: string, consequence: string): FileIdentity | undefined => {
+  const identify = (path: string, realPath: string, consequence: string): FileStats | undefined => {
     let stats: BigIntStats;
     try {
       stats = lstatSync(realPath, { bigint: true });
@@ -128,7 +128,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     if (skillEntry && !isIgnored(layers, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
       const file = join(dir, "SKILL.md");
       let realFile: string | undefined;
-      let identity: FileIdentity | undefined;
+      let identity: FileStats | undefined;
       if (skillEntry.isFile()) {
         realFile = viaLink ? realpathOr(file) : join(dirReal, "SKILL.md");
         identity = identify(file, join(dirReal, "SKILL.md"), "the folder is not a skill");
@@ -146,7 +146,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
         findings.push(notAFile(display(file), describeKind(skillEntry)));
       }
       if (realFile !== undefined && identity !== undefined) {
-        const files = new Map<string, FileIdentity>();
+        const files = new Map<string, FileStats>();
         const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
         collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(layers, dir, relDir) : layers, entries, files, budget);
         if (budget.left < 0) {
@@ -195,7 +195,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     ancestors: readonly string[],
     layers: readonly IgnoreLayer[],
     entries: readonly Dirent[],
-    files: Map<string, FileIdentity>,
+    files: Map<string, FileStats>,
     budget: { left: number },
   ): void => {
     for (const entry of entries) {

@@ -47,6 +47,13 @@ export interface FileIdentity {
   ino: bigint;
 }
 
+/** A file's identity and what changes when it is written: what the walk found, and what the build cache compares. */
+export interface FileStats extends FileIdentity {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
 export function isSameFile(stats: { dev: bigint; ino: bigint }, identity: FileIdentity): boolean {
   return stats.dev === identity.dev && stats.ino === identity.ino;
 }
