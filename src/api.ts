@@ -28,8 +28,11 @@ export interface CheckResult extends Compilation {
   warnings: number;
   /** No error, and no more warnings than `maxWarnings` allows (none with `strict`). */
   ok: boolean;
-  /** SKILL.md files parsed this run, and those whose outcome the build cache held (their bytes unchanged). */
-  cache: { parsed: number; reused: number };
+  /**
+   * SKILL.md files parsed this run, and those whose outcome the build cache held (their bytes unchanged); skill
+   * files (SKILL.md and the others) read and hashed, and those whose hash it held (their stat signature unchanged).
+   */
+  cache: { parsed: number; reused: number; hashed: number; unchanged: number };
 }
 
 export interface BuildOptions extends CheckOptions {
@@ -100,7 +103,7 @@ export async function compileCached(options: CheckOptions, { readOnly = false } 
   });
   const { errors, warnings } = countBySeverity(compilation.diagnostics);
   const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
-  return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats } }, cache };
+  return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats, ...cache.fileStats } }, cache };
 }
 
 /** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */

@@ -42,12 +42,12 @@ describe("build cache", () => {
   it("reuses every unchanged SKILL.md's outcome, exactly, and leaves an unchanged bundle alone", async () => {
     const dir = await project();
     const first = await run(dir);
-    expect(first.cache).toEqual({ parsed: 4, reused: 0 });
+    expect(first.cache).toMatchObject({ parsed: 4, reused: 0 });
     expect(first.written).toBe(true);
     const manifest = await inode(dir, "manifest.json");
 
     const second = await run(dir);
-    expect(second.cache).toEqual({ parsed: 0, reused: 4 });
+    expect(second.cache).toMatchObject({ parsed: 0, reused: 4 });
     expect(comparable(second)).toEqual(comparable(first));
     expect(comparable(second)).toEqual(comparable({ ...(await fresh(dir)) } as BuildResult));
     expect(second.written).toBe(false);
@@ -60,7 +60,7 @@ describe("build cache", () => {
     const first = await run(dir);
     expect(first.ok).toBe(false);
     const second = await run(dir);
-    expect(second.cache).toEqual({ parsed: 0, reused: 5 });
+    expect(second.cache).toMatchObject({ parsed: 0, reused: 5 });
     expect(second.diagnostics).toEqual(first.diagnostics);
     expect(second.diagnostics.map((d) => d.code)).toEqual(expect.arrayContaining(["description-missing", "name-mismatch"]));
   });
@@ -70,7 +70,7 @@ describe("build cache", () => {
     await run(dir);
     await writeFile(join(dir, "skills/gamma/SKILL.md"), skillMd("gamma", "Explains gamma.", "# Gamma\n\nInline, edited."));
     const after = await run(dir);
-    expect(after.cache).toEqual({ parsed: 1, reused: 3 });
+    expect(after.cache).toMatchObject({ parsed: 1, reused: 3 });
     expect(after.written).toBe(true);
     expect(await prompt(dir)).toContain("Inline, edited.");
     expect(comparable(after)).toEqual(comparable({ ...(await fresh(dir)) } as BuildResult));
@@ -81,7 +81,7 @@ describe("build cache", () => {
     await run(dir);
     await rename(join(dir, "skills/folder"), join(dir, "skills/other-name"));
     const after = await run(dir);
-    expect(after.cache).toEqual({ parsed: 1, reused: 3 });
+    expect(after.cache).toMatchObject({ parsed: 1, reused: 3 });
     expect(after.diagnostics.map((d) => d.code)).not.toContain("name-mismatch");
   });
 
@@ -95,7 +95,7 @@ describe("build cache", () => {
     expect((await run(join(base, "old-name"))).diagnostics.map((d) => d.code)).toContain("name-mismatch");
     await rename(join(base, "old-name"), join(base, "new-name"));
     const after = await run(join(base, "new-name"));
-    expect(after.cache).toEqual({ parsed: 1, reused: 0 });
+    expect(after.cache).toMatchObject({ parsed: 1, reused: 0 });
     expect(after.diagnostics.map((d) => d.code)).not.toContain("name-mismatch");
   });
 
@@ -104,7 +104,7 @@ describe("build cache", () => {
     await run(dir);
     await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
     const after = await run(dir);
-    expect(after.cache).toEqual({ parsed: 0, reused: 4 });
+    expect(after.cache).toMatchObject({ parsed: 0, reused: 4 });
     expect(after.written).toBe(true);
     const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
     expect(JSON.stringify(manifest)).toContain((await fresh(dir)).agents[0]!.skills.find((s) => s.name === "beta")!.files.find((f) => f.path === "references/guide.md")!.sha256);
@@ -115,14 +115,14 @@ describe("build cache", () => {
     await run(dir);
     await writeFile(join(dir, "skills.config.json"), config({ location: "absolute", rules: { "name-mismatch": "off" } }));
     const selectionChanged = await run(dir);
-    expect(selectionChanged.cache).toEqual({ parsed: 0, reused: 4 });
+    expect(selectionChanged.cache).toMatchObject({ parsed: 0, reused: 4 });
     expect(selectionChanged.written).toBe(true);
     expect(await prompt(dir)).toContain(join(dir, "skills/alpha/SKILL.md"));
 
     await writeFile(join(dir, "skills.config.json"), config({ location: "absolute", yaml: "recover" }));
-    expect((await run(dir)).cache).toEqual({ parsed: 4, reused: 0 });
+    expect((await run(dir)).cache).toMatchObject({ parsed: 4, reused: 0 });
     await writeFile(join(dir, "skills.config.json"), config({ location: "absolute", yaml: "recover", descriptionFallback: "first-paragraph" }));
-    expect((await run(dir)).cache).toEqual({ parsed: 4, reused: 0 });
+    expect((await run(dir)).cache).toMatchObject({ parsed: 4, reused: 0 });
   });
 
   it("ignores a cache written by another version of the tool", async () => {
@@ -130,9 +130,9 @@ describe("build cache", () => {
     const dir = await project();
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
     const header = JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[0]!);
-    expect((await run(dir)).cache).toEqual({ parsed: 4, reused: 0 });
+    expect((await run(dir)).cache).toMatchObject({ parsed: 4, reused: 0 });
     expect(JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[0]!).key).not.toBe(header.key);
-    expect((await run(dir)).cache).toEqual({ parsed: 0, reused: 4 });
+    expect((await run(dir)).cache).toMatchObject({ parsed: 0, reused: 4 });
   });
 
   it("ignores a corrupt cache file, builds correctly and replaces it", async () => {
@@ -146,10 +146,10 @@ describe("build cache", () => {
       const first = await run(dir);
       await writeFile(join(dir, CACHE), corrupt(await readFile(join(dir, CACHE), "utf8")));
       const after = await run(dir);
-      expect(after.cache).toEqual({ parsed: 4, reused: 0 });
+      expect(after.cache).toMatchObject({ parsed: 4, reused: 0 });
       expect(comparable(after)).toEqual(comparable(first));
       expect(after.agents[0]!.skills.find((skill) => skill.name === "alpha")!.description).toBe("Drafts alpha reports.");
-      expect((await run(dir)).cache).toEqual({ parsed: 0, reused: 4 });
+      expect((await run(dir)).cache).toMatchObject({ parsed: 0, reused: 4 });
     }
   });
 
@@ -182,7 +182,7 @@ describe("build cache", () => {
     const before = await readFile(join(dir, CACHE), "utf8");
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
     const checked = await build({ cwd: dir, check: true });
-    expect(checked.cache).toEqual({ parsed: 1, reused: 3 });
+    expect(checked.cache).toMatchObject({ parsed: 1, reused: 3 });
     expect(await readFile(join(dir, CACHE), "utf8")).toBe(before);
   });
 });

@@ -1,0 +1,162 @@
+import { readFileSync, rmSync, statSync, symlinkSync, utimesSync } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { build } from "../src/api.js";
+import { bundleOf } from "../src/bundle/bundle.js";
+import { BuildCache } from "../src/compile/cache.js";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+const CACHE = "node_modules/.cache/skillbake/skills.config.json.json";
+/** Longer than the cache's racy window: files older than this get a signature. */
+const SETTLE_MS = 2100;
+
+/** Two skills, one with a reference file; and a file outside the root. */
+async function project(): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+    "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks."),
+    "skills/beta/references/guide.md": "# Guide\n",
+    "skills/beta/examples/guide.md": "# Example\n",
+    "outside/SKILL.md": skillMd("alpha", "outside-the-roots"),
+  });
+  return dir;
+}
+
+const run = (dir: string) => build({ cwd: dir });
+const manifest = (dir: string) => readFileSync(join(dir, "dist/skills/manifest.json"), "utf8");
+const fileRecords = (dir: string) => Object.keys(JSON.parse(readFileSync(join(dir, CACHE), "utf8").split("\n")[1]!).files as object).sort();
+const hashOf = (dir: string, skill: string, path: string) =>
+  (JSON.parse(manifest(dir)) as { skills: { name: string; files: { path: string; sha256: string }[] }[] }).skills.find((entry) => entry.name === skill)!.files.find((file) => file.path === path)?.sha256;
+
+describe("build cache: stat signatures", () => {
+  // Projects made up front and left to settle once: a file changed less than 2 s before a build gets no signature.
+  const settled: string[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 7; i++) settled.push(await project());
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    for (const dir of settled) await run(dir);
+  }, 30_000);
+
+  it("a rebuild with nothing changed reads no skill file, and leaves the bundle alone", async () => {
+    const dir = settled[0]!;
+    expect(fileRecords(dir)).toEqual(["skills/alpha/SKILL.md", "skills/beta/SKILL.md", "skills/beta/examples/guide.md", "skills/beta/references/guide.md"]);
+    const again = await run(dir);
+    expect(again.cache).toEqual({ parsed: 0, reused: 2, hashed: 0, unchanged: 4 });
+    expect(again.written).toBe(false);
+  });
+
+  it("a bundle rewritten from unchanged files (a config edit) reads their bodies then, and equals a build without the cache", async () => {
+    const dir = settled[1]!;
+    await writeFile(join(dir, "skills.config.json"), JSON.stringify({ location: "absolute", agents: { main: { skills: [{ root: "skills" }] } } }));
+    const edited = await run(dir);
+    expect(edited.cache).toMatchObject({ hashed: 0, unchanged: 4 });
+    expect(edited.written).toBe(true);
+    const withCache = manifest(dir);
+    expect(withCache).toContain("Steps for alpha.");
+    await rm(join(dir, "node_modules"), { recursive: true });
+    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0 });
+    expect(manifest(dir)).toBe(withCache);
+  });
+
+  it("one SKILL.md changed: only it is read again, and the bundle has its new body", async () => {
+    const dir = settled[2]!;
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports.", "# alpha\n\nSteps, edited."));
+    const after = await run(dir);
+    expect(after.cache).toEqual({ parsed: 1, reused: 1, hashed: 1, unchanged: 3 });
+    expect(manifest(dir)).toContain("Steps, edited.");
+  });
+
+  it("two folders swapped (renamed into each other's place): each path's file is hashed again, not taken from the other's record", async () => {
+    const dir = settled[3]!;
+    const guide = hashOf(dir, "beta", "references/guide.md");
+    const example = hashOf(dir, "beta", "examples/guide.md");
+    await rename(join(dir, "skills/beta/references"), join(dir, "skills/beta/swap"));
+    await rename(join(dir, "skills/beta/examples"), join(dir, "skills/beta/references"));
+    await rename(join(dir, "skills/beta/swap"), join(dir, "skills/beta/examples"));
+    const after = await run(dir);
+    expect(after.cache).toMatchObject({ hashed: 2, unchanged: 2 });
+    expect(hashOf(dir, "beta", "references/guide.md")).toBe(example);
+    expect(hashOf(dir, "beta", "examples/guide.md")).toBe(guide);
+  });
+
+  it("a skill folder renamed, a file deleted, a skill added: each shows in the bundle", async () => {
+    const dir = settled[4]!;
+    await rename(join(dir, "skills/alpha"), join(dir, "skills/gamma"));
+    await rm(join(dir, "skills/beta/examples/guide.md"));
+    await writeTree(dir, { "skills/delta/SKILL.md": skillMd("delta") });
+    const after = await run(dir);
+    expect(after.agents[0]!.skills.map((skill) => [skill.name, skill.file])).toEqual([
+      ["alpha", "skills/gamma/SKILL.md"],
+      ["beta", "skills/beta/SKILL.md"],
+      ["delta", "skills/delta/SKILL.md"],
+    ]);
+    expect(after.diagnostics.map((d) => d.code)).toContain("name-mismatch");
+    expect(hashOf(dir, "beta", "examples/guide.md")).toBeUndefined();
+    expect(fileRecords(dir)).not.toContain("skills/beta/examples/guide.md");
+  });
+
+  it("a file replaced by a link out of the root: symlink-escape, as on a cold build, the target never read", async () => {
+    const dir = settled[5]!;
+    rmSync(join(dir, "skills/beta/references/guide.md"));
+    symlinkSync(join(dir, "outside/SKILL.md"), join(dir, "skills/beta/references/guide.md"));
+    const after = await run(dir);
+    expect(after.diagnostics.map(({ code, file }) => ({ code, file }))).toEqual([{ code: "symlink-escape", file: "skills/beta/references/guide.md" }]);
+    expect(hashOf(dir, "beta", "references/guide.md")).toBeUndefined();
+    expect(manifest(dir)).not.toContain("outside-the-roots");
+  });
+
+  it("an unchanged SKILL.md swapped for a link out of the root during the build: the body is never read from it, the build fails in one line", async () => {
+    const dir = settled[6]!;
+    await writeFile(join(dir, "skills.config.json"), JSON.stringify({ location: "absolute", agents: { main: { skills: [{ root: "skills" }] } } }));
+    const loaded = await loadConfig(undefined, dir);
+    const cache = BuildCache.open(loaded);
+    const swap = () => {
+      rmSync(join(dir, "skills/alpha/SKILL.md"));
+      symlinkSync(join(dir, "outside/SKILL.md"), join(dir, "skills/alpha/SKILL.md"));
+    };
+    const result = await compile(loaded, { cache, afterDiscovery: swap });
+    expect(cache.fileStats).toEqual({ hashed: 0, unchanged: 4 });
+    expect(() => bundleOf(result)).toThrow("cannot read skills/alpha/SKILL.md: it changed during the build; build again");
+  });
+});
+
+describe("build cache: racily clean files", () => {
+  it("a file changed within 2 s of the build's start gets no signature: the next build reads it again", async () => {
+    const dir = await project();
+    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0 });
+    expect(fileRecords(dir)).toEqual([]);
+    // Were its signature recorded, this build would take the hash from it: a same-size edit within the same
+    // timestamp (a coarse one: FAT, HFS+, ext3) keeps size, mtime and ctime, and would be missed.
+    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0 });
+  });
+
+  it("a same-size edit in the same second, mtime put back, is built (the CLI, end to end)", async () => {
+    const dir = await project();
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const file = join(dir, "skills/alpha/SKILL.md");
+    const { atime, mtime, size } = statSync(file);
+    await writeFile(file, skillMd("alpha", "Drafts ALPHA reports."));
+    utimesSync(file, atime, mtime);
+    expect(statSync(file).size).toBe(size);
+    const after = await runCli(["build"], { cwd: dir });
+    expect(after.stderr).toContain("Wrote dist/skills");
+    expect(manifest(dir)).toContain("Drafts ALPHA reports.");
+  });
+
+  it("settled files are not read again by the CLI; a skill added afterwards is built", async () => {
+    const dir = await project();
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect(fileRecords(dir)).toHaveLength(4);
+    expect((await runCli(["build"], { cwd: dir })).stderr).toContain("Bundle is up to date");
+    await mkdir(join(dir, "skills/delta"));
+    await writeFile(join(dir, "skills/delta/SKILL.md"), skillMd("delta"));
+    expect((await runCli(["build"], { cwd: dir })).stderr).toContain("Wrote dist/skills (1 agent, 3 skills)");
+    expect(fileRecords(dir)).toHaveLength(4);
+  });
+});
