@@ -2,9 +2,9 @@ import { closeSync, lstatSync, readFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
-import { BuildCache } from "./compile/cache.js";
+import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
-import { loadConfig } from "./compile/config.js";
+import { loadConfig, type LoadedConfig } from "./compile/config.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { unifiedDiff } from "./review/diff.js";
 import { compareBundle, hashBundleFile, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
@@ -69,8 +69,8 @@ export async function check(options: CheckOptions = {}): Promise<CheckResult> {
  * Compiles and, when nothing failed, swaps the new bundle into `outDir`; when the last bundle written there
  * came from the same compilation and is untouched, it is left as it is (`written: false`).
  */
-export async function build(options: BuildOptions = {}): Promise<BuildResult> {
-  const { result, cache } = await compileCached(options, { readOnly: options.check === true });
+export async function build(options: BuildOptions = {}, session?: BuildSession): Promise<BuildResult> {
+  const { result, cache } = await compileCached(options, { readOnly: options.check === true, session });
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
@@ -83,7 +83,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
     cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
-    if (!options.check) cache.save(); // `--check` writes nothing, not even the cache
+    if (!options.check && !session) cache.save(); // `--check` writes nothing, not even the cache; a session saves when it ends
   }
 }
 
@@ -92,10 +92,9 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
  * `check` and `build` use it, and so do the bundler plugins, which build in memory. `readOnly`: nothing is written,
  * not even the transpiled-config cache (`check`, `build --check`).
  */
-export async function compileCached(options: CheckOptions, { readOnly = false } = {}): Promise<{ result: CheckResult; cache: BuildCache }> {
+export async function compileCached(options: CheckOptions, { readOnly = false, session }: { readOnly?: boolean; session?: BuildSession } = {}): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
-  const loaded = await loadConfig(options.config, cwd, { readOnly });
-  const cache = BuildCache.open(loaded);
+  const { loaded, cache } = session ? await session.next(options.config, cwd) : await loadWithCache(options.config, cwd, readOnly);
   const compilation = await compile(loaded, {
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
@@ -104,6 +103,44 @@ export async function compileCached(options: CheckOptions, { readOnly = false } 
   const { errors, warnings } = countBySeverity(compilation.diagnostics);
   const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
   return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats, ...cache.fileStats } }, cache };
+}
+
+async function loadWithCache(config: string | undefined, cwd: string, readOnly: boolean): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
+  const loaded = await loadConfig(config, cwd, { readOnly });
+  return { loaded, cache: BuildCache.open(loaded) };
+}
+
+/**
+ * What watch mode keeps between its builds: the config as loaded, used again while none of its files (the config
+ * and what it imports) changed, so esbuild does not run again; and the build cache, in memory, written once when
+ * the session ends (`save`) rather than after every build.
+ * @internal
+ */
+export class BuildSession {
+  /** The config last loaded, and its files' signatures (undefined: changed too recently to tell, so loaded again). */
+  private config?: { loaded: LoadedConfig; signatures: string | undefined };
+  private cache?: BuildCache;
+
+  async next(file: string | undefined, cwd: string): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
+    let loaded = this.config?.loaded;
+    if (!loaded || this.config!.signatures === undefined || settledSignatures(loaded.inputs, nowNs()) !== this.config!.signatures) {
+      const loadedAt = nowNs();
+      loaded = await loadConfig(file, cwd);
+      this.config = { loaded, signatures: settledSignatures(loaded.inputs, loadedAt) };
+    }
+    // A config edit that changes what a SKILL.md yields needs the cache for those settings (`open` reads it from disk).
+    if (this.cache?.key === BuildCache.keyOf(loaded)) this.cache.nextBuild();
+    else {
+      this.cache?.save();
+      this.cache = BuildCache.open(loaded);
+    }
+    return { loaded, cache: this.cache };
+  }
+
+  /** Writes the build cache for the next process. */
+  save(): void {
+    this.cache?.save();
+  }
 }
 
 /** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */

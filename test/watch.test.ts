@@ -166,6 +166,39 @@ describe("skills build --watch", () => {
     expect(await watch.exited).toBe(0);
   }, 120_000);
 
+  it("loads the config again only when it or a file it imports changed, and writes the build cache when it stops", async () => {
+    const dir = await tempDir();
+    const log = join(dir, "loads.log");
+    await writeTree(dir, {
+      // Trusted code with a side effect: each time the config is loaded (esbuild, then import) leaves a line.
+      "skills.config.ts": `import { appendFileSync } from "node:fs";\nimport { agents } from "./agents";\nappendFileSync(${JSON.stringify(log)}, "load\\n");\nexport default { location: "relative", agents };\n`,
+      "agents.ts": `export const agents = { main: { skills: [{ root: "skills" }] } };\n`,
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    });
+    // Files changed within 2 s of a load are loaded again by the next build (the cache's racy rule): let them settle.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const loads = async () => (await readFile(log, "utf8")).split("\n").filter(Boolean).length;
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+    expect(await loads()).toBe(1);
+
+    const prompt = (agent: string) => readFile(join(dir, `dist/skills/prompts/${agent}.txt`), "utf8").catch(() => "");
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    await waitFor(async () => (await prompt("main")).includes("edited"), "the edit in the bundle", output);
+    expect(await loads()).toBe(1);
+
+    await writeFile(join(dir, "agents.ts"), `export const agents = { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "skills" }] } };\n`);
+    await waitFor(async () => (await prompt("other")).includes("alpha"), "the imported file's edit in the bundle", output);
+    expect(await loads()).toBe(2);
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+    const cache = await readFile(join(dir, "node_modules/.cache/skillbake/skills.config.ts.json"), "utf8");
+    expect(cache).toContain('"skills/alpha/SKILL.md"');
+  }, 120_000);
+
   it("exits 2 when the first build cannot load the config", async () => {
     const dir = await tempDir();
     await writeTree(dir, { "skills.config.json": "{ not json" });

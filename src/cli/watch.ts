@@ -1,6 +1,6 @@
 import { lstatSync, statSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";
-import { build, type BuildOptions, type BuildResult } from "../api.js";
+import { build, BuildSession, type BuildOptions, type BuildResult } from "../api.js";
 import { OutDirLockedError } from "../bundle/emit.js";
 import { resolveRoot } from "../compile/config.js";
 
@@ -63,6 +63,8 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let building: Promise<void> | undefined;
+  /** The config and the build cache, kept between builds: a rebuild reads and hashes only what changed. */
+  const session = new BuildSession();
 
   const isOwnOutput = (path: string) =>
     outDir !== undefined && (path === outDir || path.startsWith(outDir + sep) || (dirname(path) === dirname(outDir) && basename(path).startsWith(`.${basename(outDir)}.`)));
@@ -126,7 +128,7 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     let result: BuildResult | undefined;
     let error: unknown;
     try {
-      result = await build(options);
+      result = await build(options, session);
     } catch (caught) {
       error = caught;
     }
@@ -191,7 +193,10 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
       clearTimeout(timer);
       for (const { watcher } of watched.values()) watcher.close();
       watched.clear();
-      void (building ?? Promise.resolve()).finally(resolve);
+      void (building ?? Promise.resolve()).finally(() => {
+        session.save();
+        resolve();
+      });
     };
     if (signal.aborted) stop();
     else signal.addEventListener("abort", stop, { once: true });

@@ -269,7 +269,21 @@ function signatureOf(stats: FileStats): string {
   return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
 }
 
-function nowNs(): bigint {
+/**
+ * The stat signatures of `files` when each is settled (changed safely before `since`, by the racy rule): what
+ * tells that none of them changed since. Undefined when one is missing or changed too recently to tell.
+ */
+export function settledSignatures(files: readonly string[], since: bigint): string | undefined {
+  const signatures: string[] = [];
+  for (const file of files) {
+    const stats = statSync(file, { bigint: true, throwIfNoEntry: false });
+    if (!stats || (stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs) >= since - RACY_NS) return undefined;
+    signatures.push(signatureOf(stats));
+  }
+  return signatures.join("\n");
+}
+
+export function nowNs(): bigint {
   return BigInt(Date.now()) * 1_000_000n;
 }
 
