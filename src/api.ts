@@ -69,7 +69,15 @@ export async function check(options: CheckOptions = {}): Promise<CheckResult> {
  * Compiles and, when nothing failed, swaps the new bundle into `outDir`; when the last bundle written there
  * came from the same compilation and is untouched, it is left as it is (`written: false`).
  */
-export async function build(options: BuildOptions = {}, session?: BuildSession): Promise<BuildResult> {
+export async function build(options: BuildOptions = {}): Promise<BuildResult> {
+  return buildInSession(options);
+}
+
+/**
+ * `build`, with watch mode's session: the config and the build cache kept from the session's last build.
+ * @internal
+ */
+export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
   const { result, cache } = await compileCached(options, { readOnly: options.check === true, session });
   try {
     const { outDir } = result;
@@ -91,6 +99,7 @@ export async function build(options: BuildOptions = {}, session?: BuildSession):
  * Loads the config and compiles with the build cache; the caller saves the cache (`cache.save()`) when done.
  * `check` and `build` use it, and so do the bundler plugins, which build in memory. `readOnly`: nothing is written,
  * not even the transpiled-config cache (`check`, `build --check`).
+ * @internal
  */
 export async function compileCached(options: CheckOptions, { readOnly = false, session }: { readOnly?: boolean; session?: BuildSession } = {}): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();

@@ -1,6 +1,6 @@
 import { lstatSync, statSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";
-import { build, BuildSession, type BuildOptions, type BuildResult } from "../api.js";
+import { buildInSession, BuildSession, type BuildOptions, type BuildResult } from "../api.js";
 import { OutDirLockedError } from "../bundle/emit.js";
 import { resolveRoot } from "../compile/config.js";
 
@@ -128,7 +128,7 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     let result: BuildResult | undefined;
     let error: unknown;
     try {
-      result = await build(options, session);
+      result = await buildInSession(options, session);
     } catch (caught) {
       error = caught;
     }
