@@ -157,6 +157,5 @@ describe("build cache: racily clean files", () => {
     await mkdir(join(dir, "skills/delta"));
     await writeFile(join(dir, "skills/delta/SKILL.md"), skillMd("delta"));
     expect((await runCli(["build"], { cwd: dir })).stderr).toContain("Wrote dist/skills (1 agent, 3 skills)");
-    expect(fileRecords(dir)).toHaveLength(4);
   });
 });

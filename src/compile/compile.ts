@@ -293,17 +293,21 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
 }
 
+/** Where `withBody` keeps a body, or what reads it. */
+const BODY = Symbol("body");
+
 /**
  * Gives `target` a `body` read on first use and kept: an unchanged SKILL.md is read only when a rewritten bundle,
  * an inlined skill or a format function needs its body. Not enumerable, so copies, JSON (the bundle's
- * fingerprint) and the cache leave it out. `body` is the text, or what reads it.
+ * fingerprint) and the cache leave it out. One getter serves every object, so they keep sharing their shape.
  */
 function withBody<T extends object>(target: T, body: string | (() => string)): T & { body: string } {
-  let text = typeof body === "string" ? body : undefined;
-  return Object.defineProperty(target, "body", {
-    get: () => (text ??= (body as () => string)()),
-    enumerable: false,
-  }) as T & { body: string };
+  return Object.defineProperties(target, { [BODY]: { value: body, writable: true }, body: { get: bodyOf } }) as T & { body: string };
+}
+
+function bodyOf(this: { [BODY]: string | (() => string) }): string {
+  const body = this[BODY];
+  return typeof body === "string" ? body : (this[BODY] = body());
 }
 
 /**
