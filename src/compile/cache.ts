@@ -43,7 +43,7 @@ interface BundleRecord {
 
 /** A skill file (SKILL.md or another) as a build found and hashed it. */
 interface FileRecord {
-  /** `statSignature` of the file when it was hashed. */
+  /** `signatureOf` the file when it was hashed. */
   stat: string;
   size: number;
   sha256: string;
@@ -189,7 +189,7 @@ export class BuildCache {
   /** Writes the cache if anything changed (a record added, dropped or replaced); failures are ignored. */
   save(): void {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
-    const dropped = [this.previous.skills, this.previous.files].some((records, index) => Object.keys(records).some((path) => !(path in [this.next.skills, this.next.files][index]!)));
+    const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files);
     if (!this.dirty && !dropped) return;
     const payload = JSON.stringify(this.next);
     const header = JSON.stringify({ format: FORMAT, key: this.key, sha256: sha256(payload) });
@@ -203,6 +203,10 @@ export class BuildCache {
       rmSync(temporary, { force: true });
     }
   }
+}
+
+function hasDropped(previous: object, next: object): boolean {
+  return Object.keys(previous).some((path) => !Object.hasOwn(next, path));
 }
 
 function readContents(file: string, key: string): CacheContents | undefined {

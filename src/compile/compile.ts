@@ -33,6 +33,7 @@ export interface AgentSkill {
   extra: Record<string, unknown>;
   /** sha256 of the SKILL.md bytes. */
   hash: string;
+  /** Read from SKILL.md on first use when the build cache held the rest; not enumerable (JSON and copies leave it out). */
   body: string;
   /** The skill folder's files, SKILL.md included, in path order. */
   files: SkillFile[];
@@ -169,8 +170,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
     if (!content) return;
     const { body, ...metadata } = content;
-    const read = bytes;
-    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash }, body ?? (read ? skillBody(read) : () => skillBody(readUnchanged(file, displayFile, stats, hash)))));
+    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats, hash)))));
   };
   let done = 0;
   for (const skill of byFile.values()) {
