@@ -30,9 +30,10 @@ export interface CheckResult extends Compilation {
   ok: boolean;
   /**
    * SKILL.md files parsed this run, and those whose outcome the build cache held (their bytes unchanged); skill
-   * files (SKILL.md and the others) read and hashed, and those whose hash it held (their stat signature unchanged).
+   * files (SKILL.md and the others) read and hashed, and those whose hash it held (their stat signature
+   * unchanged); folders listed, and those whose entries it held (their stat signature unchanged).
    */
-  cache: { parsed: number; reused: number; hashed: number; unchanged: number };
+  cache: { parsed: number; reused: number; hashed: number; unchanged: number; listed: number; unlisted: number };
 }
 
 export interface BuildOptions extends CheckOptions {
@@ -111,7 +112,7 @@ export async function compileCached(options: CheckOptions, { readOnly = false, s
   });
   const { errors, warnings } = countBySeverity(compilation.diagnostics);
   const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
-  return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats, ...cache.fileStats } }, cache };
+  return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats, ...cache.fileStats, ...cache.folderStats } }, cache };
 }
 
 async function loadWithCache(config: string | undefined, cwd: string, readOnly: boolean): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {

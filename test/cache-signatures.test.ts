@@ -42,11 +42,11 @@ describe("build cache: stat signatures", () => {
     for (const dir of settled) await run(dir);
   }, 30_000);
 
-  it("a rebuild with nothing changed reads no skill file, and leaves the bundle alone", async () => {
+  it("a rebuild with nothing changed lists no folder and reads no skill file, and leaves the bundle alone", async () => {
     const dir = settled[0]!;
     expect(fileRecords(dir)).toEqual(["skills/alpha/SKILL.md", "skills/beta/SKILL.md", "skills/beta/examples/guide.md", "skills/beta/references/guide.md"]);
     const again = await run(dir);
-    expect(again.cache).toEqual({ parsed: 0, reused: 2, hashed: 0, unchanged: 4 });
+    expect(again.cache).toEqual({ parsed: 0, reused: 2, hashed: 0, unchanged: 4, listed: 0, unlisted: 5 });
     expect(again.written).toBe(false);
   });
 
@@ -63,11 +63,11 @@ describe("build cache: stat signatures", () => {
     expect(manifest(dir)).toBe(withCache);
   });
 
-  it("one SKILL.md changed: only it is read again, and the bundle has its new body", async () => {
+  it("one SKILL.md edited in place (its folder unchanged, so not listed): only it is read again, and the bundle has its new body", async () => {
     const dir = settled[2]!;
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports.", "# alpha\n\nSteps, edited."));
     const after = await run(dir);
-    expect(after.cache).toEqual({ parsed: 1, reused: 1, hashed: 1, unchanged: 3 });
+    expect(after.cache).toEqual({ parsed: 1, reused: 1, hashed: 1, unchanged: 3, listed: 0, unlisted: 5 });
     expect(manifest(dir)).toContain("Steps, edited.");
   });
 
@@ -79,16 +79,17 @@ describe("build cache: stat signatures", () => {
     await rename(join(dir, "skills/beta/examples"), join(dir, "skills/beta/references"));
     await rename(join(dir, "skills/beta/swap"), join(dir, "skills/beta/examples"));
     const after = await run(dir);
-    expect(after.cache).toMatchObject({ hashed: 2, unchanged: 2 });
+    // skills/beta is listed again (entries renamed in it); so are the two paths now holding each other's folder.
+    expect(after.cache).toMatchObject({ hashed: 2, unchanged: 2, listed: 3, unlisted: 2 });
     expect(hashOf(dir, "beta", "references/guide.md")).toBe(example);
     expect(hashOf(dir, "beta", "examples/guide.md")).toBe(guide);
   });
 
-  it("a skill folder renamed, a file deleted, a skill added: each shows in the bundle", async () => {
+  it("a skill folder renamed, a file deleted, a skill and a file added: each shows in the bundle", async () => {
     const dir = settled[4]!;
     await rename(join(dir, "skills/alpha"), join(dir, "skills/gamma"));
     await rm(join(dir, "skills/beta/examples/guide.md"));
-    await writeTree(dir, { "skills/delta/SKILL.md": skillMd("delta") });
+    await writeTree(dir, { "skills/delta/SKILL.md": skillMd("delta"), "skills/beta/references/extra.md": "# Extra\n" });
     const after = await run(dir);
     expect(after.agents[0]!.skills.map((skill) => [skill.name, skill.file])).toEqual([
       ["alpha", "skills/gamma/SKILL.md"],
@@ -97,10 +98,11 @@ describe("build cache: stat signatures", () => {
     ]);
     expect(after.diagnostics.map((d) => d.code)).toContain("name-mismatch");
     expect(hashOf(dir, "beta", "examples/guide.md")).toBeUndefined();
+    expect(hashOf(dir, "beta", "references/extra.md")).toMatch(/^[0-9a-f]{64}$/);
     expect(fileRecords(dir)).not.toContain("skills/beta/examples/guide.md");
   });
 
-  it("a file replaced by a link out of the root: symlink-escape, as on a cold build, the target never read", async () => {
+  it("a file replaced by a link out of the root: its folder is listed again, symlink-escape as on a cold build, the target never read", async () => {
     const dir = settled[5]!;
     rmSync(join(dir, "skills/beta/references/guide.md"));
     symlinkSync(join(dir, "outside/SKILL.md"), join(dir, "skills/beta/references/guide.md"));
@@ -126,13 +128,14 @@ describe("build cache: stat signatures", () => {
 });
 
 describe("build cache: racily clean files", () => {
-  it("a file changed within 2 s of the build's start gets no signature: the next build reads it again", async () => {
+  it("a file or folder changed within 2 s of the build's start gets no signature: the next build reads or lists it again", async () => {
     const dir = await project();
-    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0 });
+    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0, listed: 5, unlisted: 0 });
     expect(fileRecords(dir)).toEqual([]);
-    // Were its signature recorded, this build would take the hash from it: a same-size edit within the same
-    // timestamp (a coarse one: FAT, HFS+, ext3) keeps size, mtime and ctime, and would be missed.
-    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0 });
+    // Were their signatures recorded, this build would take hashes and listings from them: a same-size edit, or a
+    // file renamed over another, within the same timestamp (a coarse one: FAT, HFS+, ext3) keeps size, mtime
+    // and ctime, and would be missed.
+    expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0, listed: 5, unlisted: 0 });
   });
 
   it("a same-size edit in the same second, mtime put back, is built (the CLI, end to end)", async () => {

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, type Dirent } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
 import { RULES, type Finding } from "./diagnostics.js";
+import type { FolderEntry } from "./discover.js";
 import type { FileStats } from "./resources.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
@@ -49,9 +50,19 @@ interface FileRecord {
   sha256: string;
 }
 
+/** A folder as a build listed it. */
+interface FolderRecord {
+  /** `signatureOf` the folder (through links) just before it was listed. */
+  stat: string;
+  /** Its entries, each its kind (`f` file, `d` folder, `l` link) then its name. */
+  entries: string[];
+}
+
 interface CacheContents {
   /** By SKILL.md path relative to the config folder. */
   skills: Record<string, SkillRecord>;
+  /** By path relative to the config folder, as walked (a linked folder by the link's path). */
+  folders: Record<string, FolderRecord>;
   /** By path relative to the config folder, as discovered (a linked folder's files under the link's path). */
   files: Record<string, FileRecord>;
   bundle?: BundleRecord;
@@ -60,7 +71,10 @@ interface CacheContents {
 /**
  * The build cache (`node_modules/.cache/skillbake/<config file name>.json` beside the config). It holds each
  * skill file's size and sha256 with its stat signature (device, inode, size, mtime and ctime in nanoseconds),
- * so a rebuild neither reads nor hashes a file whose signature is unchanged; each SKILL.md's parse and
+ * so a rebuild neither reads nor hashes a file whose signature is unchanged; each folder's entries with its
+ * signature, so a rebuild does not list a folder nothing was added to, removed from or renamed in (any of
+ * which gives the folder a new mtime and ctime; editing a file in it does not, and is seen by the file's own
+ * signature, which discovery takes for every file); each SKILL.md's parse and
  * validation outcome, keyed by the sha256 of its bytes, so a rebuild re-parses only what changed; and the
  * fingerprint of the last bundle written, so a rebuild whose compilation is unchanged writes nothing. The whole
  * file is keyed by the tool's version and the settings that change what a SKILL.md yields (`yaml`,
@@ -81,7 +95,9 @@ export class BuildCache {
   readonly stats = { parsed: 0, reused: 0 };
   /** Skill files read and hashed this run, and those whose hash came from the cache (their signature unchanged). */
   readonly fileStats = { hashed: 0, unchanged: 0 };
-  private next: CacheContents = { skills: {}, files: {} };
+  /** Folders listed this run, and those whose listing came from the cache (their signature unchanged). */
+  readonly folderStats = { listed: 0, unlisted: 0 };
+  private next: CacheContents = emptyContents();
   private dirty = false;
   /** Files changed after this moment (less the granularity) get no signature: see `RACY_NS`. */
   private trustedBefore = nowNs() - RACY_NS;
@@ -96,7 +112,7 @@ export class BuildCache {
     const key = BuildCache.keyOf(loaded);
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
     const previous = readContents(file, key);
-    const cache = new BuildCache(file, key, previous ?? { skills: {}, files: {} });
+    const cache = new BuildCache(file, key, previous ?? emptyContents());
     cache.dirty = previous === undefined;
     return cache;
   }
@@ -111,11 +127,35 @@ export class BuildCache {
   /** Starts another build on this cache (watch mode): what this build recorded is what the next one reuses. */
   nextBuild(): void {
     this.previous = this.next;
-    this.next = { skills: {}, files: {}, ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
+    this.next = { ...emptyContents(), ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
     this.dirty = false;
     this.trustedBefore = nowNs() - RACY_NS;
     Object.assign(this.stats, { parsed: 0, reused: 0 });
     Object.assign(this.fileStats, { hashed: 0, unchanged: 0 });
+    Object.assign(this.folderStats, { listed: 0, unlisted: 0 });
+  }
+
+  /**
+   * A folder's entries (discovery's `ListFolder`): as an earlier build listed them when the folder's signature is
+   * the same, else listed now. The signature is taken before the listing, so a change between the two shows as
+   * a new signature next time; a folder changed too recently to tell (the racy rule), or holding anything but
+   * files, folders and links, is not recorded.
+   */
+  listFolder(dir: string, displayPath: string): FolderEntry[] {
+    const stats = statSync(dir, { bigint: true, throwIfNoEntry: false });
+    const record = this.previous.folders[displayPath];
+    if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {
+      this.folderStats.unlisted++;
+      this.next.folders[displayPath] = record;
+      return record.entries.map((entry) => new CachedEntry(entry));
+    }
+    const entries = readdirSync(dir, { withFileTypes: true });
+    this.folderStats.listed++;
+    if (stats?.isDirectory() && this.isSettled(stats) && entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink())) {
+      this.next.folders[displayPath] = { stat: signatureOf(stats), entries: entries.map((entry) => `${kindOf(entry)}${entry.name}`) };
+      this.dirty = true;
+    }
+    return entries;
   }
 
   /**
@@ -133,10 +173,14 @@ export class BuildCache {
   /** Records a file just hashed, with the stats it was read with (the open file's own); a racily clean one is left out. */
   recordFile(displayPath: string, stats: FileStats, size: number, sha256: string): void {
     this.fileStats.hashed++;
-    const changedAt = stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs;
-    if (changedAt >= this.trustedBefore) return;
+    if (!this.isSettled(stats)) return;
     this.next.files[displayPath] = { stat: signatureOf(stats), size, sha256 };
     this.dirty = true;
+  }
+
+  /** Changed safely before this build began: see `RACY_NS`. */
+  private isSettled(stats: FileStats): boolean {
+    return (stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs) < this.trustedBefore;
   }
 
   /**
@@ -189,7 +233,7 @@ export class BuildCache {
   /** Writes the cache if anything changed (a record added, dropped or replaced); failures are ignored. */
   save(): void {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
-    const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files);
+    const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files) || hasDropped(this.previous.folders, this.next.folders);
     if (!this.dirty && !dropped) return;
     const payload = JSON.stringify(this.next);
     const header = JSON.stringify({ format: FORMAT, key: this.key, sha256: sha256(payload) });
@@ -202,6 +246,49 @@ export class BuildCache {
     } catch {
       rmSync(temporary, { force: true });
     }
+  }
+}
+
+function emptyContents(): CacheContents {
+  return { skills: {}, folders: {}, files: {} };
+}
+
+function kindOf(entry: Dirent): string {
+  return entry.isFile() ? "f" : entry.isDirectory() ? "d" : "l";
+}
+
+function isEntryRecord(entry: unknown): boolean {
+  return typeof entry === "string" && entry.length > 1 && "fdl".includes(entry[0]!);
+}
+
+/** A folder entry from the cache: a file, a folder or a link, nothing else. */
+class CachedEntry implements FolderEntry {
+  readonly name: string;
+  private readonly kind: string;
+  constructor(record: string) {
+    this.kind = record[0]!;
+    this.name = record.slice(1);
+  }
+  isFile(): boolean {
+    return this.kind === "f";
+  }
+  isDirectory(): boolean {
+    return this.kind === "d";
+  }
+  isSymbolicLink(): boolean {
+    return this.kind === "l";
+  }
+  isFIFO(): boolean {
+    return false;
+  }
+  isSocket(): boolean {
+    return false;
+  }
+  isCharacterDevice(): boolean {
+    return false;
+  }
+  isBlockDevice(): boolean {
+    return false;
   }
 }
 
@@ -223,7 +310,7 @@ function readContents(file: string, key: string): CacheContents | undefined {
     const payload = text.slice(newline + 1);
     if (header.sha256 !== sha256(payload)) return undefined;
     const contents = JSON.parse(payload) as CacheContents;
-    return isObject(contents.skills) && isObject(contents.files) ? contents : undefined;
+    return isObject(contents.skills) && isObject(contents.files) && isObject(contents.folders) ? contents : undefined;
   } catch {
     return undefined;
   }

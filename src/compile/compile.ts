@@ -112,7 +112,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   for (const agent of Object.values(config.agents)) {
     for (const source of agent.skills) {
       const root = resolveRoot(source.root, configDir);
-      if (!roots.has(root)) roots.set(root, discoverRoot(root, display));
+      if (!roots.has(root)) roots.set(root, discoverRoot(root, display, options.cache && ((dir) => options.cache!.listFolder(dir, display(dir)))));
     }
   }
   const listings = [...roots.values()];

@@ -31,6 +31,17 @@ export interface DiscoveredSkill {
   identities: Map<string, FileStats>;
 }
 
+/** A folder entry as discovery uses it: a `Dirent`, or the build cache's copy of one. */
+export type FolderEntry = Pick<Dirent, "name" | "isFile" | "isDirectory" | "isSymbolicLink" | "isFIFO" | "isSocket" | "isCharacterDevice" | "isBlockDevice">;
+
+/** Lists a folder's entries (through links, as readdir does), in any order; throws as readdir does. */
+export type ListFolder = (dir: string) => FolderEntry[];
+
+/** `ListFolder` without a cache. */
+export function readFolder(dir: string): FolderEntry[] {
+  return readdirSync(dir, { withFileTypes: true });
+}
+
 export interface RootListing {
   root: string;
   /** In path order, each real file once. */
@@ -57,7 +68,7 @@ interface IgnoreLayer {
  * readdir costs a fraction of a promise round trip through the thread pool, and a 10,000-skill walk is
  * mostly such calls.
  */
-export function discoverRoot(root: string, display: (path: string) => string): RootListing {
+export function discoverRoot(root: string, display: (path: string) => string, list: ListFolder = readFolder): RootListing {
   const findings: Finding[] = [];
   let rootReal: string;
   try {
@@ -114,9 +125,9 @@ export function discoverRoot(root: string, display: (path: string) => string): R
   const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], layers: readonly IgnoreLayer[], viaLink: boolean): void => {
     if (listed.has(dirReal)) return; // reached before, through a link or as a link's target: a cycle or a second path
     listed.add(dirReal);
-    let entries: Dirent[];
+    let entries: FolderEntry[];
     try {
-      entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => comparePaths(a.name, b.name));
+      entries = list(dir).sort((a, b) => comparePaths(a.name, b.name));
     } catch (error) {
       findings.push({ code: "path-unreadable", file: display(dir), message: `the folder ${display(dir)} ${describePathError(dir, error, "cannot be read")}; skills below it are left out` });
       return;
@@ -194,7 +205,7 @@ export function discoverRoot(root: string, display: (path: string) => string): R
     dirReal: string,
     ancestors: readonly string[],
     layers: readonly IgnoreLayer[],
-    entries: readonly Dirent[],
+    entries: readonly FolderEntry[],
     files: Map<string, FileStats>,
     budget: { left: number },
   ): void => {
@@ -206,10 +217,10 @@ export function discoverRoot(root: string, display: (path: string) => string): R
       const path = join(dir, entry.name);
       const descend = (real: string) => {
         if (real === dirReal || ancestors.includes(real)) return; // a cycle
-        let inner: Dirent[];
+        let inner: FolderEntry[];
         try {
           // In path order, so that a folder over the entry budget always lists the same files.
-          inner = readdirSync(path, { withFileTypes: true }).sort((a, b) => comparePaths(a.name, b.name));
+          inner = list(path).sort((a, b) => comparePaths(a.name, b.name));
         } catch (error) {
           findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describePathError(path, error, "cannot be read")}; its files are left out of the skill` });
           return;
@@ -318,7 +329,7 @@ function notInFiles(file: string, what: string): Finding {
   };
 }
 
-function describeKind(entry: Dirent | Stats | BigIntStats): string {
+function describeKind(entry: FolderEntry | Stats | BigIntStats): string {
   if (entry.isDirectory()) return "is a folder";
   if (entry.isFIFO()) return "is a FIFO";
   if (entry.isSocket()) return "is a socket";
