@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, statSync, symlinkSync, utimesSync } from "node:fs";
+import { readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -124,6 +124,11 @@ describe("build cache: stat signatures", () => {
     const result = await compile(loaded, { cache, afterDiscovery: swap });
     expect(cache.fileStats).toEqual({ hashed: 0, unchanged: 4 });
     expect(() => bundleOf(result)).toThrow("cannot read skills/alpha/SKILL.md: it changed during the build; build again");
+
+    // Edited in place instead (same file, new bytes): its signature no longer matches, so its body is not taken.
+    const edit = () => writeFileSync(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks.", "Edited during the build."));
+    const edited = await compile(loaded, { cache: BuildCache.open(loaded), afterDiscovery: edit });
+    expect(() => bundleOf(edited)).toThrow("cannot read skills/beta/SKILL.md: it changed during the build; build again");
   });
 });
 

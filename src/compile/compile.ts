@@ -156,7 +156,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
     const { size, sha256: hash } = known;
     skillFileHashes.set(file, known);
-    const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats, hash);
+    const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats);
     const validate = () =>
       validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback, customFields });
     const validated = cache && (bytes === undefined || size === bytes.byteLength) ? cache.skill(displayFile, folder, hash, validate) : validate();
@@ -170,7 +170,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
     if (!content) return;
     const { body, ...metadata } = content;
-    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats, hash)))));
+    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats)))));
   };
   let done = 0;
   for (const skill of byFile.values()) {
@@ -311,12 +311,13 @@ function bodyOf(this: { [BODY]: string | (() => string) }): string {
 }
 
 /**
- * SKILL.md's bytes when the cache had its hash: the file must still be the one discovery found (device, inode)
- * and hold those bytes, or the compilation built from the cache is not this file's. A view of a shared buffer.
+ * SKILL.md's bytes when the cache had its hash: the file must still be the one discovery found, with the same
+ * size, mtime and ctime (the signature the cache matched), or the compilation built from the cache is not this
+ * file's. A view of a shared buffer.
  */
-function readUnchanged(file: string, displayFile: string, stats: FileStats, hash: string): Uint8Array {
+function readUnchanged(file: string, displayFile: string, stats: FileStats): Uint8Array {
   const read = readSkillBytes(file, stats);
-  if (!("bytes" in read) || createHash("sha256").update(read.bytes).digest("hex") !== hash) {
+  if (!("bytes" in read) || read.stats.size !== stats.size || read.stats.mtimeNs !== stats.mtimeNs || read.stats.ctimeNs !== stats.ctimeNs) {
     throw new FileSystemError(`read ${displayFile}`, new Error("it changed during the build; build again"));
   }
   return read.bytes;

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Dirent, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import type { Finding } from "./diagnostics.js";
@@ -31,8 +31,20 @@ export interface DiscoveredSkill {
   identities: Map<string, FileStats>;
 }
 
-/** A folder entry as discovery uses it: a `Dirent`, or the build cache's copy of one. */
-export type FolderEntry = Pick<Dirent, "name" | "isFile" | "isDirectory" | "isSymbolicLink" | "isFIFO" | "isSocket" | "isCharacterDevice" | "isBlockDevice">;
+/**
+ * A folder entry as discovery uses it: a `Dirent`, or the build cache's copy of one. Spelled out (not a `Pick` of
+ * `Dirent`) so the package's declarations need no @types/node.
+ */
+export interface FolderEntry {
+  name: string;
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+}
 
 /** Lists a folder's entries (through links, as readdir does), in any order; throws as readdir does. */
 export type ListFolder = (dir: string) => FolderEntry[];
@@ -355,7 +367,10 @@ function escapeFinding(file: string, target: string, display: (path: string) => 
   };
 }
 
-/** SKILL.md's bytes, and the file's identity and times, which tell the cache whether it changed. */
+/**
+ * SKILL.md's bytes, and the file's identity and times, which tell the cache whether it changed.
+ * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
+ */
 export interface SkillBytes {
   /** A view of a buffer every call reuses: valid until the next call. */
   bytes: Uint8Array;
@@ -368,6 +383,7 @@ const READ_BUFFER = Buffer.allocUnsafe(MAX_SKILL_FILE_BYTES + 1);
 /**
  * Reads at most one byte past the size limit: parsing reports a larger file without it ever being loaded whole.
  * Opened non-blocking, so a FIFO put in a file's place cannot hang the build.
+ * @internal
  */
 export function readSkillBytes(file: string, expected: FileIdentity): SkillBytes | Finding {
   let fd: number | undefined;
