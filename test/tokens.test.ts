@@ -1,8 +1,10 @@
-import { cp, readFile } from "node:fs/promises";
+import { cp, readdir, readFile } from "node:fs/promises";
+import fc from "fast-check";
 import { join } from "node:path";
 import { countTokens as o200k, encode as encodeO200k } from "gpt-tokenizer/encoding/o200k_base";
 import { countTokens as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
+import { countableChunks } from "../src/compile/tokens.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A SKILL.md whose description is written as a YAML double-quoted string (JSON is one). */
@@ -25,6 +27,31 @@ async function project(config: object): Promise<string> {
 const manifestOf = async (dir: string) => JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
 const promptOf = (dir: string, agent: string) => readFile(join(dir, "dist/skills/prompts", `${agent}.txt`), "utf8");
 
+const plain = { disallowedSpecial: new Set<string>() };
+const ENCODINGS = { o200k_base: (text: string) => o200k(text, plain), cl100k_base: (text: string) => cl100k(text, plain) };
+
+describe("counting in pieces", () => {
+  // The pieces' tokens must add up to the whole's: a prompt is counted a line at a time, each line remembered.
+  const sumsToWhole = (text: string) => {
+    const chunks = countableChunks(text);
+    expect(chunks.join("")).toBe(text);
+    for (const count of Object.values(ENCODINGS)) expect(chunks.reduce((total, chunk) => total + count(chunk), 0)).toBe(count(text));
+  };
+
+  it("sums to the whole count for text made of the characters the tokenizers' patterns treat apart", () => {
+    const piece = fc.constantFrom(" ", "  ", "\n", "\r\n", "\r", "\t", "/", "//", "<", ">", "a", "Ab", "DE", "x1", "123", "4567", "'s", "'LL", "é", "\u00a0", "\u2028", "😀", ".", "-", "<skill>", "</skill>", "  <name>", "\n\n", " \n", "\n ", "\n/");
+    fc.assert(fc.property(fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join("")), sumsToWhole), { numRuns: 3000 });
+  });
+
+  it("sums to the whole count for real skill text, and cuts a catalogue into its lines", async () => {
+    const files = (await readdir("skills", { recursive: true })).filter((file) => file.endsWith(".md"));
+    const texts = await Promise.all(files.map((file) => readFile(join("skills", file), "utf8")));
+    sumsToWhole(texts.join("\n\n"));
+    const catalogue = "<available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills>";
+    expect(countableChunks(catalogue)).toEqual(["<available_skills>\n", "  <skill>\n", "    <name>a</name>\n", "  </skill>\n", "</available_skills>"]);
+  });
+});
+
 describe("token counts", () => {
   it("records each agent's prompt and catalogue tokens, equal to the tokenizer's own count of prompts/<agent>.txt", async () => {
     const dir = await project({
@@ -45,6 +72,25 @@ describe("token counts", () => {
     expect(manifest.agents.chat.tokens.catalogue).toBe(manifest.agents.chat.tokens.prompt);
     // Not the estimate: the symbols make the two differ.
     expect(manifest.agents.coding.tokens.prompt).not.toBe(Math.ceil(coding.length / 4));
+  });
+
+  it("a rebuild reuses the counts of unchanged lines from the build cache and counts the rest, in the encoding asked for", async () => {
+    const config = (encoding: string) => ({ "skills.config.json": JSON.stringify({ location: "relative", tokens: { encoding }, agents: { coding: { skills: [{ root: "skills" }] } } }) });
+    const dir = await project({});
+    await writeTree(dir, config("o200k_base"));
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const cacheFile = join(dir, "node_modules/.cache/skillbake/skills.config.json.json");
+    const cached = JSON.parse((await readFile(cacheFile, "utf8")).split("\n")[1]!).tokens;
+    expect(cached.encoding).toBe("o200k_base");
+    expect(cached.counts["  <skill>\n"]).toBe(o200k("  <skill>\n"));
+
+    await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma now runs `jq '.items[] | {name, id}'` on every {{payload}}.") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(o200k(await promptOf(dir, "coding")));
+
+    await writeTree(dir, config("cl100k_base"));
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(cl100k(await promptOf(dir, "coding")));
   });
 
   it("counts in the configured encoding", async () => {
