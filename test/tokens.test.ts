@@ -1,10 +1,11 @@
+import { createHash } from "node:crypto";
 import { cp, readdir, readFile } from "node:fs/promises";
 import fc from "fast-check";
 import { join } from "node:path";
 import { countTokens as o200k, encode as encodeO200k } from "gpt-tokenizer/encoding/o200k_base";
 import { countTokens as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
-import { countableChunks } from "../src/compile/tokens.js";
+import { tokenCounter, type TokenEncoding } from "../src/compile/tokens.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A SKILL.md whose description is written as a YAML double-quoted string (JSON is one). */
@@ -30,25 +31,24 @@ const promptOf = (dir: string, agent: string) => readFile(join(dir, "dist/skills
 const plain = { disallowedSpecial: new Set<string>() };
 const ENCODINGS = { o200k_base: (text: string) => o200k(text, plain), cl100k_base: (text: string) => cl100k(text, plain) };
 
-describe("counting in pieces", () => {
-  // The pieces' tokens must add up to the whole's: a prompt is counted a line at a time, each line remembered.
-  const sumsToWhole = (text: string) => {
-    const chunks = countableChunks(text);
-    expect(chunks.join("")).toBe(text);
-    for (const count of Object.values(ENCODINGS)) expect(chunks.reduce((total, chunk) => total + count(chunk), 0)).toBe(count(text));
+describe("counting a line at a time", () => {
+  // The worker sums the tokens of lines (each remembered on its own): the sum must be the whole text's count.
+  const sumsToWhole = async (text: string) => {
+    for (const [encoding, count] of Object.entries(ENCODINGS)) expect((await tokenCounter(encoding as TokenEncoding).count([text]))[0]).toBe(count(text));
   };
 
-  it("sums to the whole count for text made of the characters the tokenizers' patterns treat apart", () => {
+  it("sums to the whole count for text made of the characters the tokenizers' patterns treat apart", async () => {
     const piece = fc.constantFrom(" ", "  ", "\n", "\r\n", "\r", "\t", "/", "//", "<", ">", "a", "Ab", "DE", "x1", "123", "4567", "'s", "'LL", "é", "\u00a0", "\u2028", "😀", ".", "-", "<skill>", "</skill>", "  <name>", "\n\n", " \n", "\n ", "\n/");
-    fc.assert(fc.property(fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join("")), sumsToWhole), { numRuns: 3000 });
+    await fc.assert(fc.asyncProperty(fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join("")), sumsToWhole), { numRuns: 1500 });
   });
 
-  it("sums to the whole count for real skill text, and cuts a catalogue into its lines", async () => {
+  it("sums to the whole count for real skill text, and remembers a catalogue line by line", async () => {
     const files = (await readdir("skills", { recursive: true })).filter((file) => file.endsWith(".md"));
-    const texts = await Promise.all(files.map((file) => readFile(join("skills", file), "utf8")));
-    sumsToWhole(texts.join("\n\n"));
-    const catalogue = "<available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills>";
-    expect(countableChunks(catalogue)).toEqual(["<available_skills>\n", "  <skill>\n", "    <name>a</name>\n", "  </skill>\n", "</available_skills>"]);
+    await sumsToWhole((await Promise.all(files.map((file) => readFile(join("skills", file), "utf8")))).join("\n\n"));
+    const counter = tokenCounter("o200k_base");
+    await counter.used(); // forget the lines counted above
+    await counter.count(["<available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills>"]);
+    expect(Object.keys(JSON.parse(await counter.used()))).toEqual(["<available_skills>\n", "  <skill>\n", "    <name>a</name>\n", "  </skill>\n", "</available_skills>"]);
   });
 });
 
@@ -82,9 +82,19 @@ describe("token counts", () => {
     const cacheFile = join(dir, "node_modules/.cache/skillbake/skills.config.json.json");
     const cached = JSON.parse((await readFile(cacheFile, "utf8")).split("\n")[1]!).tokens;
     expect(cached.encoding).toBe("o200k_base");
-    expect(cached.counts["  <skill>\n"]).toBe(o200k("  <skill>\n"));
+    expect(JSON.parse(cached.counts)["  <skill>\n"]).toBe(o200k("  <skill>\n"));
 
     await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma now runs `jq '.items[] | {name, id}'` on every {{payload}}.") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(o200k(await promptOf(dir, "coding")));
+
+    // The cache is a file a pull request could commit: a count that is not a count is ignored, not summed.
+    const [header, payload] = (await readFile(cacheFile, "utf8")).split("\n") as [string, string];
+    const contents = JSON.parse(payload);
+    contents.tokens.counts = JSON.stringify({ ...JSON.parse(contents.tokens.counts), "  <skill>\n": "9", "</available_skills>": -5 });
+    const forged = JSON.stringify(contents);
+    await writeTree(dir, { "node_modules/.cache/skillbake/skills.config.json.json": `${JSON.stringify({ ...JSON.parse(header), sha256: createHash("sha256").update(forged).digest("hex") })}\n${forged}` });
+    await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma, once more.") });
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
     expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(o200k(await promptOf(dir, "coding")));
 

@@ -37,8 +37,8 @@ interface CacheContents {
   /** By SKILL.md path relative to the config folder. */
   skills: Record<string, SkillRecord>;
   bundle?: BundleRecord;
-  /** The tokens of each piece of text (see `countableChunks`) the last build counted, in its encoding. */
-  tokens?: { encoding: string; counts: Record<string, number> };
+  /** The tokens of each line of text the last build counted, in its encoding: JSON for the token worker (`TokenCounter.used`). */
+  tokens?: { encoding: string; counts: string };
 }
 
 /**
@@ -94,19 +94,17 @@ export class BuildCache {
     return result;
   }
 
-  /** Token counts the last build made in `encoding`, to be reused where the text is the same. */
-  tokenCounts(encoding: string): [string, number][] {
+  /** The token counts the last build made in `encoding` (see `TokenCounter.used`), to be reused where the text is the same. */
+  tokenCounts(encoding: string): string | undefined {
     const tokens = this.previous.tokens;
-    if (tokens?.encoding !== encoding || !isObject(tokens.counts)) return [];
-    return Object.entries(tokens.counts).filter(([, count]) => Number.isSafeInteger(count) && count >= 0);
+    return tokens?.encoding === encoding && typeof tokens.counts === "string" ? tokens.counts : undefined;
   }
 
-  /** Keeps this build's token counts (every piece its prompts were summed from) for the next build. */
-  recordTokenCounts(encoding: string, counts: ReadonlyMap<string, number>): void {
+  /** Keeps this build's token counts for the next build. */
+  recordTokenCounts(encoding: string, counts: string): void {
     const previous = this.previous.tokens;
-    const same = previous?.encoding === encoding && isObject(previous.counts) && Object.keys(previous.counts).length === counts.size && [...counts].every(([chunk, count]) => previous.counts[chunk] === count);
-    this.next.tokens = { encoding, counts: Object.fromEntries(counts) }; // own data properties, "__proto__" included
-    if (!same) this.dirty = true;
+    this.next.tokens = { encoding, counts };
+    if (previous?.encoding !== encoding || previous.counts !== counts) this.dirty = true;
   }
 
   /** Whether `outDir` still holds, untouched, the bundle last written from a compilation with this fingerprint. */

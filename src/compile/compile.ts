@@ -281,7 +281,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
 
   hashSkillFiles(agents, display, findings, skillFileHashes, verified);
   await Promise.all(counting);
-  if (counter) options.cache?.recordTokenCounts(encoding, counter.used);
+  if (counter && options.cache) options.cache.recordTokenCounts(encoding, await counter.used());
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
 }

@@ -7,6 +7,10 @@ import { Worker } from "node:worker_threads";
  * for counts, never at start-up (the CLI bundle leaves the package out, see scripts/build-cli.mjs), and in a
  * worker thread: started before discovery, it loads while the build reads and checks the skills, and stays (not
  * keeping the process alive) for the next build of a watch session.
+ *
+ * The worker counts a text a line at a time and remembers each line's tokens, so that text counted before (by a
+ * budget's bisection, by an earlier build through the build cache, by a prefetch) is not counted again. The
+ * lines, and the remembered counts, stay in the worker: the build's own thread only sends texts and gets sums.
  */
 
 export const TOKEN_ENCODINGS = ["o200k_base", "cl100k_base"] as const;
@@ -17,12 +21,12 @@ export interface TokenCounter {
   /** The tokens of each text, in order. */
   count(texts: readonly string[]): Promise<number[]>;
   /**
-   * Counts, in the background, pieces of text a later `count` is likely to hold (the catalogue entries of skills
-   * as they are read), so that the count waits less. Only a speed-up: `count` is exact whatever was prefetched.
+   * Counts, in the background, text a later `count` is likely to hold (the catalogue entries of skills as they
+   * are read), so that the count waits less. Only a speed-up: `count` is exact whatever was prefetched.
    */
   prefetch(text: string): void;
-  /** Every piece `count` summed, with its tokens: what the build cache keeps for the next build. */
-  readonly used: Map<string, number>;
+  /** The counts of every line the counts since the last call summed, as JSON (`{ line: tokens }`): what the build cache keeps. */
+  used(): Promise<string>;
 }
 
 /**
@@ -31,31 +35,21 @@ export interface TokenCounter {
  * a line whose leading blanks hold no line break and are followed by more than blanks, when the line does not
  * start with `/` (o200k's punctuation pieces take line breaks and slashes after them): no piece of either
  * pattern (o200k_base, cl100k_base) reaches across such a point, and the patterns look ahead, never back.
- * test/tokens.test.ts checks the rule against whole counts with random and real text.
+ * test/tokens.test.ts checks the rule against whole counts, with random and with real text.
  */
-const CHUNK_END = /\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)/g;
-
-/** `text` cut at every safe point (see CHUNK_END): a prompt's lines, mostly, each counted and remembered on its own. */
-export function countableChunks(text: string): string[] {
-  const chunks: string[] = [];
-  let start = 0;
-  for (const match of text.matchAll(CHUNK_END)) {
-    const end = match.index + 1;
-    chunks.push(text.slice(start, end));
-    start = end;
-  }
-  if (start < text.length || text === "") chunks.push(text.slice(start));
-  return chunks;
-}
+const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
 
 /**
  * The worker: loads the encoding, warms it up, then answers `{ id, texts }` with `{ id, counts }` (or `{ id,
- * error }`). Skill text is data, not a chat transcript: `<|endoftext|>` in a description is counted as the
+ * error }`), `{ id, used: true }` with `{ id, used }`, and counts `{ prefetch }` silently. `known` is the JSON an
+ * earlier `used` returned; an entry that is not a count is ignored (the build cache is only checked by its
+ * checksum). Skill text is data, not a chat transcript: `<|endoftext|>` in a description is counted as the
  * characters it is (the tokenizer would otherwise throw on it), as tiktoken's `encode(text, disallowed_special=())`.
  */
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads");
 const plainText = { disallowedSpecial: new Set() };
+const lineEnd = new RegExp(workerData.lineEnd, "g");
 let countTokens;
 try {
   countTokens = require(workerData.module).countTokens;
@@ -63,117 +57,117 @@ try {
 } catch (error) {
   countTokens = () => { throw error; };
 }
-parentPort.on("message", ({ id, texts }) => {
+const known = new Map();
+let used = new Map();
+const remember = (json) => {
+  let counts;
   try {
-    parentPort.postMessage({ id, counts: texts.map((text) => countTokens(text, plainText)) });
+    counts = JSON.parse(json);
+  } catch {
+    return;
+  }
+  if (typeof counts !== "object" || counts === null) return;
+  for (const [line, tokens] of Object.entries(counts)) if (Number.isSafeInteger(tokens) && tokens >= 0 && !known.has(line)) known.set(line, tokens);
+};
+const countLine = (line, record) => {
+  let tokens = known.get(line);
+  if (tokens === undefined) {
+    tokens = countTokens(line, plainText);
+    known.set(line, tokens);
+  }
+  if (record) used.set(line, tokens);
+  return tokens;
+};
+const count = (text, record) => {
+  let total = 0;
+  let start = 0;
+  for (const match of text.matchAll(lineEnd)) {
+    total += countLine(text.slice(start, match.index + 1), record);
+    start = match.index + 1;
+  }
+  return start < text.length || text === "" ? total + countLine(text.slice(start), record) : total;
+};
+parentPort.on("message", (message) => {
+  if (message.known !== undefined) return remember(message.known);
+  if (message.prefetch !== undefined) {
+    try {
+      count(message.prefetch, false);
+    } catch {}
+    return;
+  }
+  const { id } = message;
+  if (message.used) {
+    parentPort.postMessage({ id, used: JSON.stringify(Object.fromEntries(used)) });
+    used = new Map();
+    return;
+  }
+  try {
+    parentPort.postMessage({ id, counts: message.texts.map((text) => count(text, true)) });
   } catch (error) {
     parentPort.postMessage({ id, error: String(error && error.message || error) });
   }
 });
 `;
 
-/** An encoding's worker, and the tokens of every piece of text it counted in this process (watch mode keeps them). */
-interface ChunkCounter {
-  known: Map<string, number>;
-  /** Pieces sent and not yet answered, each with the answer it waits for. */
-  inFlight: Map<string, Promise<void>>;
-  /** Sends the pieces that are neither known nor in flight, as one message. */
-  send(chunks: Iterable<string>): void;
-  /** Awaits answers, keeping the process alive meanwhile: an idle worker (or one busy with prefetches) does not. */
-  wait(answers: Iterable<Promise<void>>): Promise<void>;
+interface Answer {
+  counts?: number[];
+  used?: string;
+  error?: string;
 }
 
-const workers = new Map<TokenEncoding, ChunkCounter>();
+/** A counter that can also be told what an earlier build counted. */
+type WorkerCounter = TokenCounter & { remember(json: string): void };
+
+const counters = new Map<TokenEncoding, WorkerCounter>();
 
 /**
- * A build's counter in an encoding. The encoding's worker is started on first use and shared by later builds in
- * this process; `known` holds counts an earlier build left in the build cache, so text that did not change is
- * not counted again.
+ * The counter of an encoding, its worker started on first use and shared by later builds in this process.
+ * `known`: the JSON of an earlier build's `used()`, counts the worker need not make again.
  */
-export function tokenCounter(encoding: TokenEncoding, known: Iterable<readonly [string, number]> = []): TokenCounter {
-  let chunks = workers.get(encoding);
-  if (!chunks) {
-    chunks = startWorker(encoding);
-    workers.set(encoding, chunks);
+export function tokenCounter(encoding: TokenEncoding, known?: string): TokenCounter {
+  let counter = counters.get(encoding);
+  if (!counter) {
+    counter = startWorker(encoding);
+    counters.set(encoding, counter);
   }
-  for (const [chunk, tokens] of known) if (!chunks.known.has(chunk)) chunks.known.set(chunk, tokens);
-  const worker = chunks;
-  const used = new Map<string, number>();
-  return {
-    used,
-    prefetch(text) {
-      worker.send(countableChunks(text));
-    },
-    async count(texts) {
-      const pieces = texts.map(countableChunks);
-      worker.send(pieces.flat());
-      const waiting = new Set<Promise<void>>();
-      for (const chunk of pieces.flat()) {
-        const answer = worker.inFlight.get(chunk);
-        if (answer) waiting.add(answer);
-      }
-      if (waiting.size > 0) await worker.wait(waiting);
-      return pieces.map((list) => {
-        let total = 0;
-        for (const chunk of list) {
-          const tokens = worker.known.get(chunk)!;
-          used.set(chunk, tokens);
-          total += tokens;
-        }
-        return total;
-      });
-    },
-  };
+  if (known !== undefined) counter.remember(known);
+  return counter;
 }
 
-function startWorker(encoding: TokenEncoding): ChunkCounter {
+function startWorker(encoding: TokenEncoding): WorkerCounter {
   const module = createRequire(import.meta.url).resolve(`gpt-tokenizer/encoding/${encoding}`);
-  const worker = new Worker(WORKER, { eval: true, workerData: { module } });
-  const requests = new Map<number, { chunks: string[]; resolve(): void; reject(error: Error): void }>();
-  const known = new Map<string, number>();
-  const inFlight = new Map<string, Promise<void>>();
+  const worker = new Worker(WORKER, { eval: true, workerData: { module, lineEnd: LINE_END } });
+  const pending = new Map<number, { resolve(answer: Answer): void; reject(error: Error): void }>();
   let next = 0;
-  let waiting = 0;
+  // Idle (or busy with prefetches), the worker does not keep the process alive; while an answer is awaited, it must.
   worker.unref();
   const settle = (id: number) => {
-    const request = requests.get(id)!;
-    requests.delete(id);
-    for (const chunk of request.chunks) inFlight.delete(chunk);
+    const request = pending.get(id)!;
+    pending.delete(id);
+    if (pending.size === 0) worker.unref();
     return request;
   };
-  worker.on("message", ({ id, counts, error }: { id: number; counts?: number[]; error?: string }) => {
+  worker.on("message", ({ id, ...answer }: Answer & { id: number }) => {
     const request = settle(id);
-    if (!counts) return request.reject(new Error(`token counting (${encoding}) failed: ${error}`));
-    request.chunks.forEach((chunk, index) => known.set(chunk, counts[index]!));
-    request.resolve();
+    if (answer.error === undefined) request.resolve(answer);
+    else request.reject(new Error(`token counting (${encoding}) failed: ${answer.error}`));
   });
   worker.on("error", (error) => {
-    workers.delete(encoding);
-    for (const id of [...requests.keys()]) settle(id).reject(error);
+    counters.delete(encoding);
+    for (const id of [...pending.keys()]) settle(id).reject(error);
   });
+  const ask = (message: { texts: readonly string[] } | { used: true }) => {
+    const id = next++;
+    if (pending.size === 0) worker.ref();
+    return new Promise<Answer>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, ...message });
+    });
+  };
   return {
-    known,
-    inFlight,
-    send(chunks) {
-      const fresh = new Set<string>();
-      for (const chunk of chunks) if (!known.has(chunk) && !inFlight.has(chunk)) fresh.add(chunk);
-      if (fresh.size === 0) return;
-      const id = next++;
-      const texts = [...fresh];
-      const answered = new Promise<void>((resolve, reject) => {
-        requests.set(id, { chunks: texts, resolve, reject });
-        worker.postMessage({ id, texts });
-      });
-      answered.catch(() => {}); // a failure is thrown where a count awaits it; a prefetch alone never does
-      for (const chunk of texts) inFlight.set(chunk, answered);
-    },
-    async wait(answers) {
-      if (waiting++ === 0) worker.ref();
-      try {
-        await Promise.all(answers);
-      } finally {
-        if (--waiting === 0) worker.unref();
-      }
-    },
+    count: async (texts) => (await ask({ texts })).counts!,
+    used: async () => (await ask({ used: true })).used!,
+    prefetch: (text) => worker.postMessage({ prefetch: text }),
+    remember: (json) => worker.postMessage({ known: json }),
   };
 }
