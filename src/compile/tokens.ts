@@ -40,23 +40,27 @@ export interface TokenCounter {
 const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
 
 /**
- * The worker: loads the encoding, warms it up, then answers `{ id, texts }` with `{ id, counts }` (or `{ id,
- * error }`), `{ id, used: true }` with `{ id, used }`, and counts `{ prefetch }` silently. `known` is the JSON an
- * earlier `used` returned; an entry that is not a count is ignored (the build cache is only checked by its
- * checksum). Skill text is data, not a chat transcript: `<|endoftext|>` in a description is counted as the
- * characters it is (the tokenizer would otherwise throw on it), as tiktoken's `encode(text, disallowed_special=())`.
+ * The worker: loads the encoding (at once when `eager`, else on the first line it does not know) and warms it
+ * up; answers `{ id, texts }` with `{ id, counts }` (or `{ id, error }`) and `{ id, used: true }` with `{ id,
+ * used }`; counts `{ prefetch }` silently. `known` is the JSON an earlier `used` returned; an entry that is not a
+ * count is ignored (the build cache is only checked by its checksum). Skill text is data, not a chat transcript:
+ * `<|endoftext|>` in a description is counted as the characters it is (the tokenizer would otherwise throw on
+ * it), as tiktoken's `encode(text, disallowed_special=())`.
  */
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads");
 const plainText = { disallowedSpecial: new Set() };
 const lineEnd = new RegExp(workerData.lineEnd, "g");
 let countTokens;
-try {
-  countTokens = require(workerData.module).countTokens;
-  countTokens("warm up", plainText);
-} catch (error) {
-  countTokens = () => { throw error; };
-}
+const load = () => {
+  try {
+    countTokens = require(workerData.module).countTokens;
+    countTokens("warm up", plainText);
+  } catch (error) {
+    countTokens = () => { throw error; };
+  }
+};
+if (workerData.eager) load();
 const known = new Map();
 let used = new Map();
 const remember = (json) => {
@@ -72,6 +76,7 @@ const remember = (json) => {
 const countLine = (line, record) => {
   let tokens = known.get(line);
   if (tokens === undefined) {
+    if (!countTokens) load();
     tokens = countTokens(line, plainText);
     known.set(line, tokens);
   }
@@ -127,16 +132,18 @@ const counters = new Map<TokenEncoding, WorkerCounter>();
 export function tokenCounter(encoding: TokenEncoding, known?: string): TokenCounter {
   let counter = counters.get(encoding);
   if (!counter) {
-    counter = startWorker(encoding);
+    // With no counts to reuse, the encoding is sure to be needed: it loads while the skills are read. With them,
+    // only a line they lack loads it (a prefetch finds that early), and a rebuild of unchanged text never does.
+    counter = startWorker(encoding, known === undefined);
     counters.set(encoding, counter);
   }
   if (known !== undefined) counter.remember(known);
   return counter;
 }
 
-function startWorker(encoding: TokenEncoding): WorkerCounter {
+function startWorker(encoding: TokenEncoding, eager: boolean): WorkerCounter {
   const module = createRequire(import.meta.url).resolve(`gpt-tokenizer/encoding/${encoding}`);
-  const worker = new Worker(WORKER, { eval: true, workerData: { module, lineEnd: LINE_END } });
+  const worker = new Worker(WORKER, { eval: true, workerData: { module, lineEnd: LINE_END, eager } });
   const pending = new Map<number, { resolve(answer: Answer): void; reject(error: Error): void }>();
   let next = 0;
   // Idle (or busy with prefetches), the worker does not keep the process alive; while an answer is awaited, it must.
