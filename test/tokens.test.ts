@@ -29,6 +29,8 @@ const manifestOf = async (dir: string) => JSON.parse(await readFile(join(dir, "d
 const promptOf = (dir: string, agent: string) => readFile(join(dir, "dist/skills/prompts", `${agent}.txt`), "utf8");
 
 const plain = { disallowedSpecial: new Set<string>() };
+/** How the build cache names a line whose tokens it keeps. */
+const lineDigest = (line: string) => createHash("sha256").update(line).digest("base64").slice(0, 11);
 const ENCODINGS = { o200k_base: (text: string) => o200k(text, plain), cl100k_base: (text: string) => cl100k(text, plain) };
 
 describe("counting a line at a time", () => {
@@ -48,7 +50,8 @@ describe("counting a line at a time", () => {
     const counter = tokenCounter("o200k_base");
     await counter.used(); // forget the lines counted above
     await counter.count(["<available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills>"]);
-    expect(Object.keys(JSON.parse(await counter.used()))).toEqual(["<available_skills>\n", "  <skill>\n", "    <name>a</name>\n", "  </skill>\n", "</available_skills>"]);
+    const lines = ["<available_skills>\n", "  <skill>\n", "    <name>a</name>\n", "  </skill>\n", "</available_skills>"];
+    expect(await counter.used()).toBe(lines.map((line) => `${lineDigest(line)}${o200k(line)}`).join(","));
   });
 });
 
@@ -82,7 +85,7 @@ describe("token counts", () => {
     const cacheFile = join(dir, "node_modules/.cache/skillbake/skills.config.json.json");
     const cached = JSON.parse((await readFile(cacheFile, "utf8")).split("\n")[1]!).tokens;
     expect(cached.encoding).toBe("o200k_base");
-    expect(JSON.parse(cached.counts)["  <skill>\n"]).toBe(o200k("  <skill>\n"));
+    expect(cached.counts.split(",")).toContain(`${lineDigest("  <skill>\n")}${o200k("  <skill>\n")}`);
 
     await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma now runs `jq '.items[] | {name, id}'` on every {{payload}}.") });
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
@@ -91,7 +94,7 @@ describe("token counts", () => {
     // The cache is a file a pull request could commit: a count that is not a count is ignored, not summed.
     const [header, payload] = (await readFile(cacheFile, "utf8")).split("\n") as [string, string];
     const contents = JSON.parse(payload);
-    contents.tokens.counts = JSON.stringify({ ...JSON.parse(contents.tokens.counts), "  <skill>\n": "9", "</available_skills>": -5 });
+    contents.tokens.counts += `,${lineDigest("  <skill>\n")}x9,${lineDigest("</available_skills>")}-5,${lineDigest("  </skill>\n")}1e3`;
     const forged = JSON.stringify(contents);
     await writeTree(dir, { "node_modules/.cache/skillbake/skills.config.json.json": `${JSON.stringify({ ...JSON.parse(header), sha256: createHash("sha256").update(forged).digest("hex") })}\n${forged}` });
     await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma, once more.") });

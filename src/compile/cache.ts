@@ -37,7 +37,7 @@ interface CacheContents {
   /** By SKILL.md path relative to the config folder. */
   skills: Record<string, SkillRecord>;
   bundle?: BundleRecord;
-  /** The tokens of each line of text the last build counted, in its encoding: JSON for the token worker (`TokenCounter.used`). */
+  /** The tokens of each line of text the last build counted, in its encoding, as the token worker wrote them (`TokenCounter.used`). */
   tokens?: { encoding: string; counts: string };
 }
 

@@ -10,10 +10,10 @@ import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, ty
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
-import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
+import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation } from "./render.js";
 import { hashFile, isSameFile, PathChangedError, type FileIdentity, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
-import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenCounter, type TokenEncoding } from "./tokens.js";
+import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
 import { DEFAULT_TOOL, type ToolStyle } from "../runtime/helpers.js";
 
@@ -159,15 +159,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
     if (content) validByFile.set(file, { ...content, file, displayFile, hash });
   };
-  const prefetch = counter && catalogueLookahead(config, counter);
   let done = 0;
   for (const skill of byFile.values()) {
     checkFile(skill);
-    const valid = prefetch && validByFile.get(skill.file);
-    if (valid) prefetch.add(valid);
     options.onProgress?.({ done: ++done, total: byFile.size });
   }
-  prefetch?.flush();
   const validByRoot = new Map<string, RootSkill[]>();
   for (const listing of listings) {
     const skills: RootSkill[] = [];
@@ -281,40 +277,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
 
   hashSkillFiles(agents, display, findings, skillFileHashes, verified);
   await Promise.all(counting);
-  if (counter && options.cache) options.cache.recordTokenCounts(encoding, await counter.used());
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
 }
-
-/**
- * Token counting waits for the prompts, which are rendered once every skill is read. Meanwhile the encoding's
- * worker counts, a batch at a time, the catalogue entries the agents' named formats will likely hold for the
- * skills read so far, so that the count of the prompt finds most of its lines counted already.
- */
-function catalogueLookahead(config: LoadedConfig["config"], counter: TokenCounter) {
-  const styles = new Map<string, { format: FormatName; invocation: Invocation }>();
-  for (const agent of Object.values(config.agents)) {
-    const format = agent.format ?? config.format;
-    if (typeof format !== "string") continue;
-    const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: "prompt", tool: agent.tool ? { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style } : DEFAULT_TOOL };
-    styles.set(JSON.stringify([format, invocation]), { format, invocation });
-  }
-  let batch: PromptSkill[] = [];
-  const flush = () => {
-    for (const { format, invocation } of styles.values()) counter.prefetch(renderCatalogue(format, batch, invocation));
-    batch = [];
-  };
-  return {
-    add(skill: Omit<RootSkill, "dir" | "files">) {
-      const { location, baseDir } = locate(skill.file, skill.displayFile, config.location);
-      batch.push({ name: skill.name, description: skill.description, location, baseDir, body: "", mode: "available", hidden: false });
-      if (batch.length === LOOKAHEAD_BATCH) flush();
-    },
-    flush,
-  };
-}
-/** Skills per message to the worker: few enough messages, early enough to keep it busy. */
-const LOOKAHEAD_BATCH = 256;
 
 function isHidden(skill: AgentSkill): boolean {
   return skill.fields["disable-model-invocation"] === true;

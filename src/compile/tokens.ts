@@ -8,9 +8,10 @@ import { Worker } from "node:worker_threads";
  * worker thread: started before discovery, it loads while the build reads and checks the skills, and stays (not
  * keeping the process alive) for the next build of a watch session.
  *
- * The worker counts a text a line at a time and remembers each line's tokens, so that text counted before (by a
- * budget's bisection, by an earlier build through the build cache, by a prefetch) is not counted again. The
- * lines, and the remembered counts, stay in the worker: the build's own thread only sends texts and gets sums.
+ * The worker remembers the tokens of each line it counted, so that text counted before (by a budget's bisection,
+ * by an earlier build through the build cache, or earlier in a watch session) is not counted again; a count with
+ * nothing to reuse is made whole (faster than line by line) and its lines remembered while the worker is idle.
+ * The lines and their counts stay in the worker: the build's own thread sends texts and gets sums.
  */
 
 export const TOKEN_ENCODINGS = ["o200k_base", "cl100k_base"] as const;
@@ -20,12 +21,7 @@ export const DEFAULT_TOKEN_ENCODING: TokenEncoding = "o200k_base";
 export interface TokenCounter {
   /** The tokens of each text, in order. */
   count(texts: readonly string[]): Promise<number[]>;
-  /**
-   * Counts, in the background, text a later `count` is likely to hold (the catalogue entries of skills as they
-   * are read), so that the count waits less. Only a speed-up: `count` is exact whatever was prefetched.
-   */
-  prefetch(text: string): void;
-  /** The counts of every line the counts since the last call summed, as JSON (`{ line: tokens }`): what the build cache keeps. */
+  /** The tokens of every line the counts since the last call held (`<digest><tokens>,…`): what the build cache keeps. */
   used(): Promise<string>;
 }
 
@@ -40,74 +36,78 @@ export interface TokenCounter {
 const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
 
 /**
- * The worker: loads the encoding (at once when `eager`, else on the first line it does not know) and warms it
- * up; answers `{ id, texts }` with `{ id, counts }` (or `{ id, error }`) and `{ id, used: true }` with `{ id,
- * used }`; counts `{ prefetch }` silently. `known` is the JSON an earlier `used` returned; an entry that is not a
- * count is ignored (the build cache is only checked by its checksum). Skill text is data, not a chat transcript:
- * `<|endoftext|>` in a description is counted as the characters it is (the tokenizer would otherwise throw on
- * it), as tiktoken's `encode(text, disallowed_special=())`.
+ * The worker: loads the encoding and warms it up, then answers `{ id, texts }` with `{ id, counts }` (or `{ id,
+ * error }`) and `{ id, used: true }` with `{ id, used }`. `{ known }` is what an earlier `used` returned; an
+ * entry that is not a count is ignored (the build cache is only checked by its checksum). Skill text is data, not
+ * a chat transcript: `<|endoftext|>` in a description is counted as the characters it is (the tokenizer would
+ * otherwise throw on it), as tiktoken's `encode(text, disallowed_special=())`.
  */
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads");
+const { createHash } = require("node:crypto");
+/** 66 bits of a line's sha256: 10,000 skills make ~50,000 lines, so two of them sharing a digest is a 1-in-10^10 chance. */
+const DIGEST_LENGTH = 11;
 const plainText = { disallowedSpecial: new Set() };
 const lineEnd = new RegExp(workerData.lineEnd, "g");
 let countTokens;
-const load = () => {
-  try {
-    countTokens = require(workerData.module).countTokens;
-    countTokens("warm up", plainText);
-  } catch (error) {
-    countTokens = () => { throw error; };
-  }
-};
-if (workerData.eager) load();
+try {
+  countTokens = require(workerData.module).countTokens;
+  countTokens("warm up", plainText);
+} catch (error) {
+  countTokens = () => { throw error; };
+}
+/** Tokens by line, each line named by its digest: what an earlier build left costs little to keep and to load. */
 const known = new Map();
 let used = new Map();
-const remember = (json) => {
-  let counts;
-  try {
-    counts = JSON.parse(json);
-  } catch {
-    return;
+/** Texts counted whole whose lines are still to be remembered. */
+let unsplit = [];
+const digest = (line) => createHash("sha256").update(line).digest("base64").slice(0, DIGEST_LENGTH);
+const remember = (text) => {
+  for (const entry of text.split(",")) {
+    const tokens = entry.slice(DIGEST_LENGTH);
+    if (/^[0-9]{1,9}$/.test(tokens)) known.set(entry.slice(0, DIGEST_LENGTH), Number(tokens));
   }
-  if (typeof counts !== "object" || counts === null) return;
-  for (const [line, tokens] of Object.entries(counts)) if (Number.isSafeInteger(tokens) && tokens >= 0 && !known.has(line)) known.set(line, tokens);
 };
-const countLine = (line, record) => {
-  let tokens = known.get(line);
+const countLine = (line) => {
+  const key = digest(line);
+  let tokens = known.get(key);
   if (tokens === undefined) {
-    if (!countTokens) load();
     tokens = countTokens(line, plainText);
-    known.set(line, tokens);
+    known.set(key, tokens);
   }
-  if (record) used.set(line, tokens);
+  used.set(key, tokens);
   return tokens;
 };
-const count = (text, record) => {
+const byLines = (text) => {
   let total = 0;
   let start = 0;
   for (const match of text.matchAll(lineEnd)) {
-    total += countLine(text.slice(start, match.index + 1), record);
+    total += countLine(text.slice(start, match.index + 1));
     start = match.index + 1;
   }
-  return start < text.length || text === "" ? total + countLine(text.slice(start), record) : total;
+  return start < text.length || text === "" ? total + countLine(text.slice(start)) : total;
+};
+const split = () => {
+  for (const text of unsplit) byLines(text);
+  unsplit = [];
+};
+const count = (text) => {
+  if (known.size > 0) return byLines(text);
+  unsplit.push(text);
+  return countTokens(text, plainText);
 };
 parentPort.on("message", (message) => {
   if (message.known !== undefined) return remember(message.known);
-  if (message.prefetch !== undefined) {
-    try {
-      count(message.prefetch, false);
-    } catch {}
-    return;
-  }
   const { id } = message;
-  if (message.used) {
-    parentPort.postMessage({ id, used: JSON.stringify(Object.fromEntries(used)) });
-    used = new Map();
-    return;
-  }
   try {
-    parentPort.postMessage({ id, counts: message.texts.map((text) => count(text, true)) });
+    split();
+    if (message.used) {
+      parentPort.postMessage({ id, used: Array.from(used, ([key, tokens]) => key + tokens).join(",") });
+      used = new Map();
+      return;
+    }
+    parentPort.postMessage({ id, counts: message.texts.map(count) });
+    if (unsplit.length > 0) setImmediate(split);
   } catch (error) {
     parentPort.postMessage({ id, error: String(error && error.message || error) });
   }
@@ -127,26 +127,24 @@ const counters = new Map<TokenEncoding, WorkerCounter>();
 
 /**
  * The counter of an encoding, its worker started on first use and shared by later builds in this process.
- * `known`: the JSON of an earlier build's `used()`, counts the worker need not make again.
+ * `known`: an earlier build's `used()`, counts the worker need not make again.
  */
 export function tokenCounter(encoding: TokenEncoding, known?: string): TokenCounter {
   let counter = counters.get(encoding);
   if (!counter) {
-    // With no counts to reuse, the encoding is sure to be needed: it loads while the skills are read. With them,
-    // only a line they lack loads it (a prefetch finds that early), and a rebuild of unchanged text never does.
-    counter = startWorker(encoding, known === undefined);
+    counter = startWorker(encoding);
     counters.set(encoding, counter);
   }
   if (known !== undefined) counter.remember(known);
   return counter;
 }
 
-function startWorker(encoding: TokenEncoding, eager: boolean): WorkerCounter {
+function startWorker(encoding: TokenEncoding): WorkerCounter {
   const module = createRequire(import.meta.url).resolve(`gpt-tokenizer/encoding/${encoding}`);
-  const worker = new Worker(WORKER, { eval: true, workerData: { module, lineEnd: LINE_END, eager } });
+  const worker = new Worker(WORKER, { eval: true, workerData: { module, lineEnd: LINE_END } });
   const pending = new Map<number, { resolve(answer: Answer): void; reject(error: Error): void }>();
   let next = 0;
-  // Idle (or busy with prefetches), the worker does not keep the process alive; while an answer is awaited, it must.
+  // Idle, the worker does not keep the process alive; while an answer is awaited, it must.
   worker.unref();
   const settle = (id: number) => {
     const request = pending.get(id)!;
@@ -174,7 +172,6 @@ function startWorker(encoding: TokenEncoding, eager: boolean): WorkerCounter {
   return {
     count: async (texts) => (await ask({ texts })).counts!,
     used: async () => (await ask({ used: true })).used!,
-    prefetch: (text) => worker.postMessage({ prefetch: text }),
     remember: (json) => worker.postMessage({ known: json }),
   };
 }
