@@ -5,6 +5,7 @@ import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
 import { loadConfig, type LoadedConfig } from "./compile/config.js";
+import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { unifiedDiff } from "./review/diff.js";
 import { compareBundle, hashBundleFile, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
@@ -92,7 +93,12 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
-    if (!options.check && !session) cache.save(); // `--check` writes nothing, not even the cache; a session saves when it ends
+    if (!options.check) {
+      // Asked for last: the worker remembers the prompts' lines while the bundle is written.
+      const encoding = result.agents.find((agent) => agent.tokens)?.tokens?.encoding;
+      if (encoding) cache.recordTokenCounts(encoding, await tokenCounter(encoding).used());
+      if (!session) cache.save(); // `--check` writes nothing, not even the cache; a session saves when it ends
+    }
   }
 }
 

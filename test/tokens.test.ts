@@ -1,8 +1,11 @@
-import { cp, readFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { cp, readdir, readFile } from "node:fs/promises";
+import fc from "fast-check";
 import { join } from "node:path";
 import { countTokens as o200k, encode as encodeO200k } from "gpt-tokenizer/encoding/o200k_base";
 import { countTokens as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
+import { tokenCounter, type TokenEncoding } from "../src/compile/tokens.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A SKILL.md whose description is written as a YAML double-quoted string (JSON is one). */
@@ -25,6 +28,33 @@ async function project(config: object): Promise<string> {
 const manifestOf = async (dir: string) => JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
 const promptOf = (dir: string, agent: string) => readFile(join(dir, "dist/skills/prompts", `${agent}.txt`), "utf8");
 
+const plain = { disallowedSpecial: new Set<string>() };
+/** How the build cache names a line whose tokens it keeps. */
+const lineDigest = (line: string) => createHash("sha256").update(line).digest("base64").slice(0, 11);
+const ENCODINGS = { o200k_base: (text: string) => o200k(text, plain), cl100k_base: (text: string) => cl100k(text, plain) };
+
+describe("counting a line at a time", () => {
+  // The worker sums the tokens of lines (each remembered on its own): the sum must be the whole text's count.
+  const sumsToWhole = async (text: string) => {
+    for (const [encoding, count] of Object.entries(ENCODINGS)) expect((await tokenCounter(encoding as TokenEncoding).count([text]))[0]).toBe(count(text));
+  };
+
+  it("sums to the whole count for text made of the characters the tokenizers' patterns treat apart", async () => {
+    const piece = fc.constantFrom(" ", "  ", "\n", "\r\n", "\r", "\t", "/", "//", "<", ">", "a", "Ab", "DE", "x1", "123", "4567", "'s", "'LL", "é", "\u00a0", "\u2028", "😀", ".", "-", "<skill>", "</skill>", "  <name>", "\n\n", " \n", "\n ", "\n/");
+    await fc.assert(fc.asyncProperty(fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join("")), sumsToWhole), { numRuns: 1500 });
+  });
+
+  it("sums to the whole count for real skill text, and remembers a catalogue line by line", async () => {
+    const files = (await readdir("skills", { recursive: true })).filter((file) => file.endsWith(".md"));
+    await sumsToWhole((await Promise.all(files.map((file) => readFile(join("skills", file), "utf8")))).join("\n\n"));
+    const counter = tokenCounter("o200k_base");
+    await counter.used(); // forget the lines counted above
+    await counter.count(["<available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills>"]);
+    const lines = ["<available_skills>\n", "  <skill>\n", "    <name>a</name>\n", "  </skill>\n", "</available_skills>"];
+    expect(await counter.used()).toBe(lines.map((line) => `${lineDigest(line)}${o200k(line)}`).join(","));
+  });
+});
+
 describe("token counts", () => {
   it("records each agent's prompt and catalogue tokens, equal to the tokenizer's own count of prompts/<agent>.txt", async () => {
     const dir = await project({
@@ -45,6 +75,35 @@ describe("token counts", () => {
     expect(manifest.agents.chat.tokens.catalogue).toBe(manifest.agents.chat.tokens.prompt);
     // Not the estimate: the symbols make the two differ.
     expect(manifest.agents.coding.tokens.prompt).not.toBe(Math.ceil(coding.length / 4));
+  });
+
+  it("a rebuild reuses the counts of unchanged lines from the build cache and counts the rest, in the encoding asked for", async () => {
+    const config = (encoding: string) => ({ "skills.config.json": JSON.stringify({ location: "relative", tokens: { encoding }, agents: { coding: { skills: [{ root: "skills" }] } } }) });
+    const dir = await project({});
+    await writeTree(dir, config("o200k_base"));
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const cacheFile = join(dir, "node_modules/.cache/skillbake/skills.config.json.json");
+    const cached = JSON.parse((await readFile(cacheFile, "utf8")).split("\n")[1]!).tokens;
+    expect(cached.encoding).toBe("o200k_base");
+    expect(cached.counts.split(",")).toContain(`${lineDigest("  <skill>\n")}${o200k("  <skill>\n")}`);
+
+    await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma now runs `jq '.items[] | {name, id}'` on every {{payload}}.") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(o200k(await promptOf(dir, "coding")));
+
+    // The cache is a file a pull request could commit: a count that is not a count is ignored, not summed.
+    const [header, payload] = (await readFile(cacheFile, "utf8")).split("\n") as [string, string];
+    const contents = JSON.parse(payload);
+    contents.tokens.counts += `,${lineDigest("  <skill>\n")}x9,${lineDigest("</available_skills>")}-5,${lineDigest("  </skill>\n")}1e3`;
+    const forged = JSON.stringify(contents);
+    await writeTree(dir, { "node_modules/.cache/skillbake/skills.config.json.json": `${JSON.stringify({ ...JSON.parse(header), sha256: createHash("sha256").update(forged).digest("hex") })}\n${forged}` });
+    await writeTree(dir, { "skills/gamma/SKILL.md": quoted("gamma", "Gamma, once more.") });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(o200k(await promptOf(dir, "coding")));
+
+    await writeTree(dir, config("cl100k_base"));
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(cl100k(await promptOf(dir, "coding")));
   });
 
   it("counts in the configured encoding", async () => {

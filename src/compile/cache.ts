@@ -66,6 +66,8 @@ interface CacheContents {
   /** By path relative to the config folder, as discovered (a linked folder's files under the link's path). */
   files: Record<string, FileRecord>;
   bundle?: BundleRecord;
+  /** The tokens of each line of text the last build counted, in its encoding, as the token worker wrote them (`TokenCounter.used`). */
+  tokens?: { encoding: string; counts: string };
 }
 
 /**
@@ -204,6 +206,19 @@ export class BuildCache {
       this.dirty = true;
     }
     return result;
+  }
+
+  /** The token counts the last build made in `encoding` (see `TokenCounter.used`), to be reused where the text is the same. */
+  tokenCounts(encoding: string): string | undefined {
+    const tokens = this.previous.tokens;
+    return tokens?.encoding === encoding && typeof tokens.counts === "string" ? tokens.counts : undefined;
+  }
+
+  /** Keeps this build's token counts for the next build. */
+  recordTokenCounts(encoding: string, counts: string): void {
+    const previous = this.previous.tokens;
+    this.next.tokens = { encoding, counts };
+    if (previous?.encoding !== encoding || previous.counts !== counts) this.dirty = true;
   }
 
   /** Whether `outDir` still holds, untouched, the bundle last written from a compilation with this fingerprint. */

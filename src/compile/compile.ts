@@ -105,7 +105,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   // Only when asked for; started first, so that the encoding loads (in its worker) while the skills are read.
   const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object" && "tokens" in agent.budget);
   const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
-  const counter = countsTokens ? tokenCounter(encoding) : undefined;
+  const counter = countsTokens ? tokenCounter(encoding, options.cache?.tokenCounts(encoding)) : undefined;
   const counting: Promise<void>[] = [];
 
   const roots = new Map<string, RootListing>();
