@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, type Dirent } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { readdirSync, statSync, type Dirent } from "node:fs";
+import { basename, join } from "node:path";
+import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
 import { RULES, type Finding } from "./diagnostics.js";
@@ -250,17 +251,7 @@ export class BuildCache {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
     const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files) || hasDropped(this.previous.folders, this.next.folders);
     if (!this.dirty && !dropped) return;
-    const payload = JSON.stringify(this.next);
-    const header = JSON.stringify({ format: FORMAT, key: this.key, sha256: sha256(payload) });
-    // A sibling temporary file renamed into place: a concurrent build reads the old cache or the new one.
-    const temporary = `${this.file}.${process.pid}.tmp`;
-    try {
-      mkdirSync(dirname(this.file), { recursive: true });
-      writeFileSync(temporary, `${header}\n${payload}`);
-      renameSync(temporary, this.file);
-    } catch {
-      rmSync(temporary, { force: true });
-    }
+    writeCacheFile(this.file, FORMAT, this.key, JSON.stringify(this.next));
   }
 }
 
@@ -312,24 +303,8 @@ function hasDropped(previous: object, next: object): boolean {
 }
 
 function readContents(file: string, key: string): CacheContents | undefined {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch {
-    return undefined;
-  }
-  try {
-    // The payload is checked as bytes (the UTF-8 its text was hashed as), then decoded once: ~10 MB at 10,000 skills.
-    const newline = bytes.indexOf(0x0a);
-    if (newline < 0) return undefined;
-    const header = JSON.parse(bytes.toString("utf8", 0, newline)) as { format?: unknown; key?: unknown; sha256?: unknown };
-    if (header.format !== FORMAT || header.key !== key) return undefined;
-    if (header.sha256 !== createHash("sha256").update(bytes.subarray(newline + 1)).digest("hex")) return undefined;
-    const contents = JSON.parse(bytes.toString("utf8", newline + 1)) as CacheContents;
-    return isObject(contents.skills) && isObject(contents.files) && isObject(contents.folders) ? contents : undefined;
-  } catch {
-    return undefined;
-  }
+  const contents = readCacheFile(file, FORMAT, key) as CacheContents | undefined;
+  return contents && isObject(contents) && isObject(contents.skills) && isObject(contents.files) && isObject(contents.folders) ? contents : undefined;
 }
 
 /** The shape a record must have to be used; anything else is treated as absent. */

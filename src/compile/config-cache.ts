@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { basename, dirname, join } from "node:path";
+import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import { TOOL_VERSION } from "./version.js";
 
 /** Bumped when the entry's layout changes. */
@@ -88,18 +89,7 @@ export function writeTranspiledConfig(
     if (digest === undefined || read === undefined || digest !== sha256(Buffer.from(read))) return;
     inputs[input] = digest;
   }
-  const payload = JSON.stringify({ code: transpiled.code, inputs, folders, settings } satisfies Entry);
-  const header = JSON.stringify({ format: FORMAT, key: entryKey(file, cwd), sha256: sha256(payload) });
-  const path = entryPath(file);
-  // A sibling temporary file renamed into place: a concurrent build reads the old entry or the new one.
-  const temporary = `${path}.${process.pid}.tmp`;
-  try {
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(temporary, `${header}\n${payload}`);
-    renameSync(temporary, path);
-  } catch {
-    rmSync(temporary, { force: true });
-  }
+  writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), JSON.stringify({ code: transpiled.code, inputs, folders, settings } satisfies Entry));
 }
 
 /** The files esbuild consults for a bundled file, in its folder and every folder above. */
@@ -114,19 +104,9 @@ function entryKey(file: string, cwd: string): string {
 }
 
 function readEntry(file: string, cwd: string): Entry | undefined {
-  try {
-    const text = readFileSync(entryPath(file), "utf8");
-    const newline = text.indexOf("\n");
-    const header = JSON.parse(text.slice(0, newline)) as { format?: unknown; key?: unknown; sha256?: unknown };
-    if (header.format !== FORMAT || header.key !== entryKey(file, cwd)) return undefined;
-    const payload = text.slice(newline + 1);
-    if (header.sha256 !== sha256(payload)) return undefined;
-    const entry = JSON.parse(payload) as Entry;
-    const valid = typeof entry.code === "string" && isDigestRecord(entry.inputs) && Object.keys(entry.inputs).length > 0 && isDigestRecord(entry.folders) && isDigestRecord(entry.settings);
-    return valid ? entry : undefined;
-  } catch {
-    return undefined;
-  }
+  const entry = readCacheFile(entryPath(file), FORMAT, entryKey(file, cwd)) as Entry | undefined;
+  const valid = typeof entry?.code === "string" && isDigestRecord(entry.inputs) && Object.keys(entry.inputs).length > 0 && isDigestRecord(entry.folders) && isDigestRecord(entry.settings);
+  return valid ? entry : undefined;
 }
 
 function isDigestRecord(value: unknown): value is Record<string, string> {

@@ -1,0 +1,44 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+/**
+ * A cache file of skillbake's (`node_modules/.cache/skillbake/…`): a header line `{ format, key, sha256 }`, then
+ * the JSON payload the sha256 is of. The header tells a file written for other settings (or by another version)
+ * and one that is corrupt, so that it is ignored, never half used.
+ */
+
+/** The payload, parsed; undefined when the file is missing, unreadable, corrupt, or of another format or key. */
+export function readCacheFile(file: string, format: number, key: string): unknown {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch {
+    return undefined;
+  }
+  try {
+    // The payload is checked as bytes (the UTF-8 its text was hashed as), then decoded once: ~10 MB at 10,000 skills.
+    const newline = bytes.indexOf(0x0a);
+    if (newline < 0) return undefined;
+    const header = JSON.parse(bytes.toString("utf8", 0, newline)) as { format?: unknown; key?: unknown; sha256?: unknown };
+    if (header.format !== format || header.key !== key) return undefined;
+    if (header.sha256 !== createHash("sha256").update(bytes.subarray(newline + 1)).digest("hex")) return undefined;
+    return JSON.parse(bytes.toString("utf8", newline + 1));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes `payload` (JSON text) under its header; failures are ignored: a cache only saves time. */
+export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
+  const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(payload).digest("hex") });
+  // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one.
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(temporary, `${header}\n${payload}`);
+    renameSync(temporary, file);
+  } catch {
+    rmSync(temporary, { force: true });
+  }
+}
