@@ -94,9 +94,11 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     return { ...result, outDir, written: true, stale: [] };
   } finally {
     if (!options.check) {
-      // Asked for last: the worker remembers the prompts' lines while the bundle is written.
+      // Asked for last: the worker remembers the prompts' lines while the bundle is written. Only a saving of time:
+      // a failure leaves the cache without them.
       const encoding = result.agents.find((agent) => agent.tokens)?.tokens?.encoding;
-      if (encoding) cache.recordTokenCounts(encoding, await tokenCounter(encoding).used());
+      const counts = encoding && (await tokenCounter(encoding).used().catch(() => undefined));
+      if (encoding && counts !== undefined) cache.recordTokenCounts(encoding, counts);
       if (!session) cache.save(); // `--check` writes nothing, not even the cache; a session saves when it ends
     }
   }
