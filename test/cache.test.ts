@@ -1,4 +1,5 @@
-import { readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { lstat, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
@@ -150,6 +151,26 @@ describe("build cache", () => {
       expect(comparable(after)).toEqual(comparable(first));
       expect(after.agents[0]!.skills.find((skill) => skill.name === "alpha")!.description).toBe("Drafts alpha reports.");
       expect((await run(dir)).cache).toMatchObject({ parsed: 0, reused: 4 });
+    }
+  });
+
+  it("does not follow a link or open a FIFO put in the cache file's place (a committed node_modules/.cache), and replaces it", async () => {
+    const dir = await project();
+    const first = await run(dir);
+    const elsewhere = join(dir, "copy.json");
+    await writeFile(elsewhere, await readFile(join(dir, CACHE)));
+    const swaps: [string, () => Promise<void>][] = [
+      ["a link to /dev/zero", () => symlink("/dev/zero", join(dir, CACHE))],
+      ["a link to a valid cache", () => symlink(elsewhere, join(dir, CACHE))],
+      ["a FIFO", async () => void execFileSync("mkfifo", [join(dir, CACHE)])],
+    ];
+    for (const [what, swap] of swaps) {
+      await rm(join(dir, CACHE));
+      await swap();
+      const after = await run(dir);
+      expect(after.cache, what).toMatchObject({ parsed: 4, reused: 0 });
+      expect(comparable(after)).toEqual(comparable(first));
+      expect((await lstat(join(dir, CACHE))).isFile(), what).toBe(true);
     }
   });
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, rename, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/compile/config.js";
@@ -75,6 +75,26 @@ describe("the transpiled-config cache", () => {
     await description(dir);
     await forgeEntry(dir);
     await writeFile(join(dir, "..", "tsconfig.json"), "{}\n");
+    expect(await description(dir)).toBe("aaaa");
+  });
+
+  it("reads no device or FIFO an entry names as an input, and follows no link in the entry's place", async () => {
+    const dir = await project();
+    expect(await description(dir)).toBe("aaaa");
+    // A committed entry that names /dev/zero as a file the config was made from: it is not used, and nothing hangs.
+    const text = await readFile(join(dir, ENTRY), "utf8");
+    const newline = text.indexOf("\n");
+    const header = JSON.parse(text.slice(0, newline)) as { sha256: string };
+    const entry = JSON.parse(text.slice(newline + 1)) as { inputs: Record<string, string> };
+    entry.inputs["/dev/zero"] = sha256("");
+    const payload = JSON.stringify(entry);
+    await writeFile(join(dir, ENTRY), `${JSON.stringify({ ...header, sha256: sha256(payload) })}\n${payload}`);
+    expect(await description(dir)).toBe("aaaa");
+
+    await forgeEntry(dir);
+    const forged = join(dir, "forged.json");
+    await rename(join(dir, ENTRY), forged);
+    await symlink(forged, join(dir, ENTRY));
     expect(await description(dir)).toBe("aaaa");
   });
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
 /**
@@ -10,12 +10,9 @@ import { dirname } from "node:path";
 
 /** The payload, parsed; undefined when the file is missing, unreadable, corrupt, or of another format or key. */
 export function readCacheFile(file: string, format: number, key: string): unknown {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch {
-    return undefined;
-  }
+  // The cache is renamed into place as a regular file: a link in its place (to /dev/zero, say) is not followed.
+  const bytes = readRegularFile(file, { followLinks: false });
+  if (!bytes) return undefined;
   try {
     // The payload is checked as bytes (the UTF-8 its text was hashed as), then decoded once: ~10 MB at 10,000 skills.
     const newline = bytes.indexOf(0x0a);
@@ -40,5 +37,22 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
     renameSync(temporary, file);
   } catch {
     rmSync(temporary, { force: true });
+  }
+}
+
+/**
+ * A regular file's bytes; undefined for anything else (a FIFO, a device, a folder) or a failure. Opened non-blocking,
+ * so a FIFO cannot hang a build, and checked by the open file's own stats before reading: a cache file, or a path
+ * one names, may be anything a pull request committed.
+ */
+export function readRegularFile(path: string, { followLinks }: { followLinks: boolean }): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (followLinks ? 0 : constants.O_NOFOLLOW));
+    return fstatSync(fd).isFile() ? readFileSync(fd) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { basename, dirname, join } from "node:path";
-import { readCacheFile, writeCacheFile } from "./cache-file.js";
+import { readCacheFile, readRegularFile, writeCacheFile } from "./cache-file.js";
 import { TOOL_VERSION } from "./version.js";
 
 /** Bumped when the entry's layout changes. */
@@ -74,7 +74,7 @@ export function writeTranspiledConfig(
   for (const input of transpiled.inputs) {
     for (let folder = dirname(input); !(join(folder, SETTINGS_FILES[0]) in settings); folder = dirname(folder)) {
       for (const name of SETTINGS_FILES) {
-        const bytes = readBytes(join(folder, name));
+        const bytes = readRegularFile(join(folder, name), { followLinks: true });
         if (name !== "package.json" && bytes?.includes('"extends"')) return;
         settings[join(folder, name)] = bytes ? sha256(bytes) : "";
       }
@@ -113,16 +113,9 @@ function isDigestRecord(value: unknown): value is Record<string, string> {
   return typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((digest) => typeof digest === "string");
 }
 
-function readBytes(path: string): Buffer | undefined {
-  try {
-    return readFileSync(path);
-  } catch {
-    return undefined;
-  }
-}
 
 function fileDigest(path: string): string | undefined {
-  const bytes = readBytes(path);
+  const bytes = readRegularFile(path, { followLinks: true });
   return bytes && sha256(bytes);
 }
 
