@@ -1,10 +1,11 @@
 import { closeSync, lstatSync, readFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
 import { loadConfig, type LoadedConfig } from "./compile/config.js";
+import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { unifiedDiff } from "./review/diff.js";
@@ -80,17 +81,35 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
  * @internal
  */
 export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
-  const { result, cache } = await compileCached(options, { readOnly: options.check === true, session });
+  let loaded: LoadedConfig | undefined;
+  if (!session && !options.check) {
+    // Nothing read last time changed and the bundle is untouched: the last compilation, without compiling.
+    const cwd = options.cwd ?? process.cwd();
+    loaded = await loadConfig(options.config, cwd);
+    const unchanged = unchangedCompilation(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir));
+    if (unchanged) {
+      const { compilation, folders } = unchanged;
+      const names = [...compilation.verified.keys()].map((file) => basename(file));
+      const skillFiles = names.filter((name) => name !== ".gitignore"); // .gitignore files are verified too, not skill files
+      const cacheStats = { parsed: 0, reused: skillFiles.filter((name) => name === "SKILL.md").length, hashed: 0, unchanged: skillFiles.length, listed: 0, unlisted: folders };
+      return { ...withOutcome(compilation, options, cacheStats), outDir: compilation.outDir, written: false, stale: [] };
+    }
+  }
+  const { result, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded });
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
     const fingerprint = options.check ? "" : bundleFingerprint(result);
-    if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) return { ...result, outDir, written: false, stale: [] };
+    if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) {
+      if (!session) saveSnapshot(result, cache);
+      return { ...result, outDir, written: false, stale: [] };
+    }
     const bundle = bundleOf(result);
     const copies = stagedCopies(result);
     if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, bundle, copies)) };
     await writeBundle(outDir, bundle, copies, result.config);
     cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
+    if (!session) saveSnapshot(result, cache);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
     if (!options.check) {
@@ -110,21 +129,29 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
  * not even the transpiled-config cache (`check`, `build --check`).
  * @internal
  */
-export async function compileCached(options: CheckOptions, { readOnly = false, session }: { readOnly?: boolean; session?: BuildSession } = {}): Promise<{ result: CheckResult; cache: BuildCache }> {
+export async function compileCached(
+  options: CheckOptions,
+  { readOnly = false, session, loaded: given }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig } = {},
+): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
-  const { loaded, cache } = session ? await session.next(options.config, cwd) : await loadWithCache(options.config, cwd, readOnly);
+  const { loaded, cache } = session ? await session.next(options.config, cwd) : await loadWithCache(options.config, cwd, readOnly, given);
   const compilation = await compile(loaded, {
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
     cache,
   });
-  const { errors, warnings } = countBySeverity(compilation.diagnostics);
-  const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
-  return { result: { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache: { ...cache.stats, ...cache.fileStats, ...cache.folderStats } }, cache };
+  return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), cache };
 }
 
-async function loadWithCache(config: string | undefined, cwd: string, readOnly: boolean): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
-  const loaded = await loadConfig(config, cwd, { readOnly });
+/** The counts and the verdict `options` give a compilation. */
+function withOutcome(compilation: Compilation, options: CheckOptions, cache: CheckResult["cache"]): CheckResult {
+  const { errors, warnings } = countBySeverity(compilation.diagnostics);
+  const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
+  return { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache };
+}
+
+async function loadWithCache(config: string | undefined, cwd: string, readOnly: boolean, loaded?: LoadedConfig): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
+  loaded ??= await loadConfig(config, cwd, { readOnly });
   return { loaded, cache: BuildCache.open(loaded) };
 }
 

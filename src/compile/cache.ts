@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readdirSync, statSync, type Dirent } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
@@ -35,7 +35,7 @@ interface SkillRecord {
 }
 
 /** The bundle last written, and how to tell that nobody has touched it since. */
-interface BundleRecord {
+export interface BundleRecord {
   outDir: string;
   /** Digest of the compilation it was written from (`bundleFingerprint`). */
   fingerprint: string;
@@ -102,6 +102,8 @@ export class BuildCache {
   readonly folderStats = { listed: 0, unlisted: 0 };
   private next: CacheContents = emptyContents();
   private dirty = false;
+  /** Whether every folder this build listed and every file it read has a record: what `unchangedInputs` needs. */
+  private complete = true;
   /** Files changed after this moment (less the granularity) get no signature: see `RACY_NS`. */
   private trustedBefore = nowNs() - RACY_NS;
 
@@ -132,6 +134,7 @@ export class BuildCache {
     this.previous = this.next;
     this.next = { ...emptyContents(), ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
     this.dirty = false;
+    this.complete = true;
     this.trustedBefore = nowNs() - RACY_NS;
     Object.assign(this.stats, { parsed: 0, reused: 0 });
     Object.assign(this.fileStats, { hashed: 0, unchanged: 0 });
@@ -157,7 +160,7 @@ export class BuildCache {
     if (stats?.isDirectory() && this.isSettled(stats) && entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink())) {
       this.next.folders[displayPath] = { stat: signatureOf(stats), entries: entries.map((entry) => `${kindOf(entry)}${entry.name}`) };
       this.dirty = true;
-    }
+    } else this.complete = false;
     return entries;
   }
 
@@ -176,7 +179,10 @@ export class BuildCache {
   /** Records a file just hashed, with the stats it was read with (the open file's own); a racily clean one is left out. */
   recordFile(displayPath: string, stats: FileStats, size: number, sha256: string): void {
     this.fileStats.hashed++;
-    if (!this.isSettled(stats)) return;
+    if (!this.isSettled(stats)) {
+      this.complete = false;
+      return;
+    }
     this.next.files[displayPath] = { stat: signatureOf(stats), size, sha256 };
     this.dirty = true;
   }
@@ -205,8 +211,47 @@ export class BuildCache {
     if (isJsonExact(fresh)) {
       this.next.skills[displayFile] = fresh;
       this.dirty = true;
-    }
+    } else this.complete = false;
     return result;
+  }
+
+  /** Notes a read no record vouches for (a file that could not be read, or only in part). */
+  unrecorded(): void {
+    this.complete = false;
+  }
+
+  /**
+   * What this build read, one line per folder (`d`) and file (`f`): a tab, its path relative to the config folder,
+   * a tab, its signature. If none of them changes, a build with the same config finds, reads and yields exactly
+   * the same; undefined when that cannot be told: something was read without a record (changed too recently, say),
+   * or a folder holds a link (where it leads can change while the link does not). The .gitignore files the walk
+   * read are stat'ed now: one settled now (changed before this build began) is what the walk read.
+   */
+  unchangedInputs(configDir: string): string | undefined {
+    if (!this.complete) return undefined;
+    const lines: string[] = [];
+    for (const [path, record] of Object.entries(this.next.folders)) {
+      if (/[\t\n]/.test(path)) return undefined; // names a line cannot hold; rare enough to leave to the full build
+      lines.push(`d\t${path}\t${record.stat}`);
+      for (const entry of record.entries) {
+        if (entry[0] === "l") return undefined;
+        if (entry !== "f.gitignore") continue;
+        const file = `${path}/.gitignore`;
+        const stats = statSync(resolve(configDir, file), { bigint: true, throwIfNoEntry: false });
+        if (!stats?.isFile() || !this.isSettled(stats)) return undefined;
+        lines.push(`f\t${file}\t${signatureOf(stats)}`);
+      }
+    }
+    for (const [path, record] of Object.entries(this.next.files)) {
+      if (/[\t\n]/.test(path)) return undefined;
+      lines.push(`f\t${path}\t${record.stat}`);
+    }
+    return lines.join("\n");
+  }
+
+  /** The bundle this build wrote or found current. */
+  get bundle(): BundleRecord | undefined {
+    return this.next.bundle ?? this.previous.bundle;
   }
 
   /** The token counts the last build made in `encoding` (see `TokenCounter.used`), to be reused where the text is the same. */
@@ -224,10 +269,7 @@ export class BuildCache {
 
   /** Whether `outDir` still holds, untouched, the bundle last written from a compilation with this fingerprint. */
   bundleIsCurrent(outDir: string, fingerprint: string): boolean {
-    const bundle = this.previous.bundle;
-    if (!bundle || bundle.outDir !== outDir || bundle.fingerprint !== fingerprint || typeof bundle.paths !== "object" || bundle.paths === null) return false;
-    const paths = Object.entries(bundle.paths);
-    return paths.length > 0 && paths.every(([path, signature]) => statSignature(join(outDir, path)) === signature);
+    return isCurrentBundle(this.previous.bundle, outDir, fingerprint);
   }
 
   /** Records the bundle just written: every file (and the folders holding them) with its stat signature. */
@@ -253,6 +295,13 @@ export class BuildCache {
     if (!this.dirty && !dropped) return;
     writeCacheFile(this.file, FORMAT, this.key, JSON.stringify(this.next));
   }
+}
+
+/** Whether `outDir` still holds, untouched, the bundle `record` describes, written from a compilation with this fingerprint. */
+export function isCurrentBundle(record: BundleRecord | undefined, outDir: string, fingerprint: string): boolean {
+  if (!record || record.outDir !== outDir || record.fingerprint !== fingerprint || typeof record.paths !== "object" || record.paths === null) return false;
+  const paths = Object.entries(record.paths);
+  return paths.length > 0 && paths.every(([path, signature]) => statSignature(join(outDir, path)) === signature);
 }
 
 function emptyContents(): CacheContents {
@@ -347,7 +396,7 @@ function statSignature(path: string): string | undefined {
 }
 
 /** A skill file's signature: `statSignature`'s, and the device, as two folders' files may share inode numbers. */
-function signatureOf(stats: FileStats): string {
+export function signatureOf(stats: FileStats): string {
   return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
 }
 

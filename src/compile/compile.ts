@@ -147,12 +147,14 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       const read = readSkillBytes(file, stats);
       if (!("bytes" in read)) {
         findings.push({ ...read, file: displayFile });
+        cache?.unrecorded();
         return;
       }
       bytes = read.bytes;
       known = { size: Number(read.stats.size), sha256: createHash("sha256").update(bytes).digest("hex") };
       // A file over the size limit is read only in part, so its hash cannot tell that it changed.
       if (known.size === bytes.byteLength) cache?.recordFile(displayFile, read.stats, known.size, known.sha256);
+      else cache?.unrecorded();
     }
     const { size, sha256: hash } = known;
     skillFileHashes.set(file, known);
@@ -308,6 +310,30 @@ function withBody<T extends object>(target: T, body: string | (() => string)): T
 function bodyOf(this: { [BODY]: string | (() => string) }): string {
   const body = this[BODY];
   return typeof body === "string" ? body : (this[BODY] = body());
+}
+
+/**
+ * Agents as a snapshot kept them (JSON: no bodies), each skill given its body again, read on first use from its
+ * SKILL.md, which must still be the file `verified` holds (as `readUnchanged` checks); undefined when a skill's
+ * SKILL.md is not among them.
+ */
+export function restoreBodies(agents: CompiledAgent[], verified: ReadonlyMap<string, FileStats>): CompiledAgent[] | undefined {
+  const bodies = new Map<string, () => string>();
+  for (const agent of agents) {
+    for (const skill of agent.skills) {
+      const file = join(skill.sourceDir, "SKILL.md");
+      let body = bodies.get(file);
+      if (!body) {
+        const stats = verified.get(file);
+        if (!stats) return undefined;
+        let read: string | undefined;
+        body = () => (read ??= skillBody(readUnchanged(file, skill.file, stats)));
+        bodies.set(file, body);
+      }
+      withBody(skill, body);
+    }
+  }
+  return agents;
 }
 
 /**
@@ -510,6 +536,7 @@ function hashSkillFiles(
         files[index] = { path: file.path, sha256, size }; // keys in the manifest's (sorted) order: written without a copy
       } catch (error) {
         unreadable.add(path);
+        cache?.unrecorded();
         if (error instanceof PathChangedError) findings.push(pathChanged(display(path), display(path), "it is left out of the skill"));
         else findings.push({ code: "path-unreadable", file: display(path), message: `the file ${display(path)} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is left out of the skill` });
       }

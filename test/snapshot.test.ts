@@ -1,0 +1,203 @@
+import { existsSync, readFileSync, statSync, utimesSync } from "node:fs";
+import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { build } from "../src/api.js";
+import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+
+// The last build kept for a rebuild where nothing changed (src/compile/snapshot.ts): each test edits what such a
+// rebuild could miss, and checks that the bundle shows it.
+
+const CACHE = "node_modules/.cache/skillbake/skills.config.json";
+const INPUTS = `${CACHE}.inputs.json`;
+const MAIN_CACHE = `${CACHE}.json`;
+/** Longer than the cache's racy window: files older than this get a signature. */
+const SETTLE_MS = 2100;
+
+const CONFIG = { location: "relative", agents: { main: { skills: [{ root: "skills" }] } } };
+
+/** Two skills, one with a reference file, a .gitignore at the root; and a file outside the root. */
+async function project(config: object = CONFIG): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify(config),
+    "skills/.gitignore": "drafts/\n",
+    "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks."),
+    "skills/beta/references/guide.md": "# Guide\n",
+    "outside/SKILL.md": skillMd("alpha", "outside-the-roots"),
+  });
+  return dir;
+}
+
+const run = (dir: string) => build({ cwd: dir });
+const manifest = (dir: string) => readFileSync(join(dir, "dist/skills/manifest.json"), "utf8");
+const skillNames = (dir: string) => (JSON.parse(manifest(dir)) as { skills: { name: string }[] }).skills.map((skill) => skill.name);
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
+describe("a rebuild where nothing changed", () => {
+  // Projects made up front and left to settle once, then built: each build keeps its compilation.
+  const settled: string[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 11; i++) settled.push(await project());
+    await settle();
+    for (const dir of settled) expect((await run(dir)).written).toBe(true);
+  }, 60_000);
+
+  it("answers with the last compilation, reading no SKILL.md and not the build cache; its bodies are read on demand", async () => {
+    const dir = settled[0]!;
+    expect(existsSync(join(dir, INPUTS))).toBe(true);
+    await rm(join(dir, INPUTS));
+    const full = await run(dir); // compiled, with the build cache, and kept again
+    expect(existsSync(join(dir, INPUTS))).toBe(true);
+    await rm(join(dir, MAIN_CACHE)); // the compiling path would parse every SKILL.md again without it
+    const again = await run(dir);
+    expect(again.written).toBe(false);
+    expect(again.cache).toEqual({ parsed: 0, reused: 2, hashed: 0, unchanged: 3, listed: 0, unlisted: 4 });
+    expect(full.cache).toEqual(again.cache);
+    expect(JSON.stringify(again.agents)).toBe(JSON.stringify(full.agents));
+    expect(again.diagnostics).toEqual(full.diagnostics);
+    expect(again.agents[0]!.skills.map((skill) => skill.body)).toEqual(["# alpha\n\nSteps for alpha.", "# beta\n\nSteps for beta."]);
+  });
+
+  it("a same-size SKILL.md edit with its mtime put back (the CLI, end to end)", async () => {
+    const dir = settled[1]!;
+    const file = join(dir, "skills/alpha/SKILL.md");
+    const { atime, mtime, size } = statSync(file);
+    await writeFile(file, skillMd("alpha", "Drafts ALPHA reports."));
+    utimesSync(file, atime, mtime);
+    expect(statSync(file).size).toBe(size);
+    const after = await runCli(["build"], { cwd: dir });
+    expect(after.stderr).toContain("Wrote dist/skills");
+    expect(manifest(dir)).toContain("Drafts ALPHA reports.");
+  });
+
+  it("a .gitignore edited to hide a skill", async () => {
+    const dir = settled[2]!;
+    await writeFile(join(dir, "skills/.gitignore"), "drafts/\nbeta/\n");
+    expect((await run(dir)).written).toBe(true);
+    expect(skillNames(dir)).toEqual(["alpha"]);
+  });
+
+  it("a resource file edited in place: its new sha256 is in the manifest", async () => {
+    const dir = settled[3]!;
+    const before = manifest(dir);
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
+    expect((await run(dir)).written).toBe(true);
+    expect(manifest(dir)).not.toBe(before);
+    expect(manifest(dir)).not.toContain(JSON.parse(before).skills[1].files[1].sha256);
+  });
+
+  it("a skill folder renamed, and one added", async () => {
+    const dir = settled[4]!;
+    await rename(join(dir, "skills/beta"), join(dir, "skills/gamma"));
+    await mkdir(join(dir, "skills/delta"));
+    await writeFile(join(dir, "skills/delta/SKILL.md"), skillMd("delta"));
+    const after = await run(dir);
+    expect(after.written).toBe(true);
+    expect(after.diagnostics.map((diagnostic) => diagnostic.code)).toContain("name-mismatch");
+    expect(skillNames(dir)).toEqual(["alpha", "delta", "beta"]); // path order: gamma/ holds beta
+  });
+
+  it("a file replaced by a link out of the root: symlink-escape, the target never read", async () => {
+    const dir = settled[5]!;
+    await rm(join(dir, "skills/alpha/SKILL.md"));
+    await symlink(join(dir, "outside/SKILL.md"), join(dir, "skills/alpha/SKILL.md"));
+    const after = await run(dir);
+    expect(after.diagnostics.map((diagnostic) => diagnostic.code)).toContain("symlink-escape");
+    expect(manifest(dir)).not.toContain("outside-the-roots");
+  });
+
+  it("the environment's budget set", async () => {
+    const dir = settled[6]!;
+    process.env.SKILLS_PROMPT_CHAR_BUDGET = "300";
+    try {
+      const after = await run(dir);
+      expect(after.written).toBe(true);
+      expect(after.agents[0]!.budget).toMatchObject({ limit: 300, unit: "characters" });
+    } finally {
+      delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
+    }
+  });
+
+  it("the config edited, and the bundle's own files tampered with", async () => {
+    const dir = settled[7]!;
+    await writeFile(join(dir, "skills.config.json"), JSON.stringify({ ...CONFIG, location: "absolute" }));
+    expect((await run(dir)).written).toBe(true);
+    expect(manifest(dir)).toContain(join(dir, "skills/alpha/SKILL.md"));
+    await writeFile(join(dir, "dist/skills/prompts/main.txt"), "tampered");
+    expect((await run(dir)).written).toBe(true);
+    expect(readFileSync(join(dir, "dist/skills/prompts/main.txt"), "utf8")).toContain("<available_skills>");
+  });
+
+  it("another outDir (`--out`) is built, not answered from the last build's", async () => {
+    const dir = settled[8]!;
+    const other = await build({ cwd: dir, outDir: "elsewhere" });
+    expect(other.written).toBe(true);
+    expect(existsSync(join(dir, "elsewhere/manifest.json"))).toBe(true);
+  });
+
+  it("a build right after an edit keeps nothing (racily clean); the next one, settled, does", async () => {
+    const dir = settled[9]!;
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    expect((await run(dir)).written).toBe(true);
+    expect(existsSync(join(dir, INPUTS))).toBe(false);
+    await settle();
+    expect((await run(dir)).written).toBe(false);
+    expect(existsSync(join(dir, INPUTS))).toBe(true);
+  }, 10_000);
+
+  it("a folder holding a link keeps nothing: where a link leads can change while the link does not", async () => {
+    const dir = settled[10]!;
+    await mkdir(join(dir, "shared/epsilon"), { recursive: true });
+    await writeFile(join(dir, "shared/epsilon/SKILL.md"), skillMd("epsilon"));
+    await symlink(join(dir, "shared"), join(dir, "skills/shared"));
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    expect(existsSync(join(dir, INPUTS))).toBe(false);
+  }, 10_000);
+});
+
+describe("a rebuild where nothing changed, roots", () => {
+  it("a root that was missing (a warning) and is there now is walked", async () => {
+    const dir = await project({ agents: { main: { skills: [{ root: "skills" }, { root: "later" }] } } });
+    await settle();
+    expect((await run(dir)).diagnostics.map((diagnostic) => diagnostic.code)).toEqual(["root-missing"]);
+    expect(existsSync(join(dir, INPUTS))).toBe(true);
+    await mkdir(join(dir, "later/zeta"), { recursive: true });
+    await writeFile(join(dir, "later/zeta/SKILL.md"), skillMd("zeta"));
+    expect((await run(dir)).written).toBe(true);
+    expect(skillNames(dir)).toEqual(["zeta", "alpha", "beta"]); // path order: later/ before skills/
+  }, 10_000);
+});
+
+describe("configs a rebuild cannot compare keep nothing", () => {
+  it("a path with a tab or a line break (the inputs file's separators)", async () => {
+    const dir = await project();
+    await writeTree(dir, { "skills/tab\tname/SKILL.md": skillMd("tab-name") });
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    expect(existsSync(join(dir, INPUTS))).toBe(false);
+  }, 10_000);
+
+
+  it("context globs (they can match new files anywhere)", async () => {
+    const dir = await project({ agents: { main: { skills: [{ root: "skills" }], context: ["*.md"] } } });
+    await writeFile(join(dir, "AGENTS.md"), "# Team rules\n");
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    expect(existsSync(join(dir, INPUTS))).toBe(false);
+  }, 10_000);
+
+  it("a format function (what code does cannot be compared)", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.mjs": "export default { format: (agent) => agent.skills.map((skill) => skill.name).join(','), agents: { main: { skills: [{ root: 'skills' }] } } };\n",
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+    });
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    expect(existsSync(join(dir, "node_modules/.cache/skillbake/skills.config.mjs.inputs.json"))).toBe(false);
+    expect(readFileSync(join(dir, "dist/skills/prompts/main.txt"), "utf8")).toBe("alpha");
+  }, 10_000);
+});
