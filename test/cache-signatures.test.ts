@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +7,7 @@ import { bundleOf } from "../src/bundle/bundle.js";
 import { BuildCache } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
-import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const CACHE = "node_modules/.cache/skillbake/skills.config.json.json";
 /** Longer than the cache's racy window: files older than this get a signature. */
@@ -146,11 +146,7 @@ describe("build cache: racily clean files", () => {
   it("a same-size edit in the same second, mtime put back, is built (the CLI, end to end)", async () => {
     const dir = await project();
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
-    const file = join(dir, "skills/alpha/SKILL.md");
-    const { atime, mtime, size } = statSync(file);
-    await writeFile(file, skillMd("alpha", "Drafts ALPHA reports."));
-    utimesSync(file, atime, mtime);
-    expect(statSync(file).size).toBe(size);
+    await sameSizeEdit(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts ALPHA reports."));
     const after = await runCli(["build"], { cwd: dir });
     expect(after.stderr).toContain("Wrote dist/skills");
     expect(manifest(dir)).toContain("Drafts ALPHA reports.");

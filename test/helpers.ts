@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { statSync, utimesSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -55,4 +56,15 @@ export function runCli(args: string[], options: { cwd: string; env?: Record<stri
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * Rewrites `file` with `text` of the same size and puts its mtime back: what a stat signature without the ctime
+ * (or a coarse timestamp) would miss. Throws if the sizes differ, so a test cannot lose its point by accident.
+ */
+export async function sameSizeEdit(file: string, text: string): Promise<void> {
+  const { atime, mtime, size } = statSync(file);
+  await writeFile(file, text);
+  utimesSync(file, atime, mtime);
+  if (statSync(file).size !== size) throw new Error(`sameSizeEdit: ${file} changed size`);
 }

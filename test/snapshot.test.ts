@@ -1,9 +1,9 @@
-import { existsSync, readFileSync, statSync, utimesSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
-import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 // The last build kept for a rebuild where nothing changed (src/compile/snapshot.ts): each test edits what such a
 // rebuild could miss, and checks that the bundle shows it.
@@ -62,11 +62,7 @@ describe("a rebuild where nothing changed", () => {
 
   it("a same-size SKILL.md edit with its mtime put back (the CLI, end to end)", async () => {
     const dir = settled[1]!;
-    const file = join(dir, "skills/alpha/SKILL.md");
-    const { atime, mtime, size } = statSync(file);
-    await writeFile(file, skillMd("alpha", "Drafts ALPHA reports."));
-    utimesSync(file, atime, mtime);
-    expect(statSync(file).size).toBe(size);
+    await sameSizeEdit(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts ALPHA reports."));
     const after = await runCli(["build"], { cwd: dir });
     expect(after.stderr).toContain("Wrote dist/skills");
     expect(manifest(dir)).toContain("Drafts ALPHA reports.");
