@@ -107,8 +107,8 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     const bundle = bundleOf(result);
     const copies = stagedCopies(result);
     if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, bundle, copies)) };
-    await writeBundle(outDir, bundle, copies, result.config);
-    cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
+    const places = await writeBundle(outDir, bundle, copies, result.config, cache.bundle);
+    cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places);
     if (!session) saveSnapshot(result, cache);
     return { ...result, outDir, written: true, stale: [] };
   } finally {

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
-import { bundleOf, bundleTexts, renderBundle, type Bundle, type Sink } from "../src/bundle/bundle.js";
+import { bundleOf, bundleTexts, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
+import type { BodyPlaces } from "../src/compile/cache.js";
 import { compareBundle } from "../src/bundle/emit.js";
 import { Each, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
@@ -100,9 +101,37 @@ describe("JSON in parts", () => {
   });
 });
 
+/** Bundle bodies of these texts, from SKILL.md files hashed `h0`, `h1`, …; `read` counts the bodies read. */
+function bodies(texts: string[], read: string[] = []): Bundle["bodies"] {
+  return texts.map((text, index) => ({ hash: `h${index}`, text: () => (read.push(text), text) }));
+}
+
+/** Sinks that keep each file's bytes in memory. */
+function memorySinks(): { files: Map<string, Buffer>; open: (path: string) => Sink } {
+  const files = new Map<string, Buffer>();
+  return {
+    files,
+    open: (path) => {
+      let bytes = Buffer.alloc(0);
+      return {
+        write: (chunk) => void (bytes = Buffer.concat([bytes, chunk])),
+        reserve: (chunk) => void (bytes = Buffer.concat([bytes, chunk])),
+        patch: (offset, chunk) => void bytes.set(chunk, offset),
+        end: () => void files.set(path, bytes),
+      };
+    },
+  };
+}
+
+/** An earlier file read from `bytes`, holding its bodies at `places`. */
+const earlierFile = (bytes: Buffer, places: BodyPlaces): EarlierFile => ({
+  places,
+  read: (into, at, length, position) => position + length <= bytes.byteLength && (into.set(bytes.subarray(position, position + length), at), true),
+});
+
 describe("renderBundle", () => {
   const bundle: Bundle = {
-    bodies: ["first\n\"body\"", "sécond"],
+    bodies: bodies(["first\n\"body\"", "sécond"]),
     files: [
       { path: "one.js", parts: ["[", { body: 0, ascii: true }, ",", { body: 1, ascii: true }, "]"] },
       { path: "two.js", sameAs: "one.js" },
@@ -123,7 +152,7 @@ describe("renderBundle", () => {
 
   it("refuses a file whose bodies are out of order, and a hash of a file that holds hashes", () => {
     const recording = (): Sink => ({ write() {}, reserve() {}, patch() {}, end() {} });
-    expect(() => renderBundle({ bodies: ["a", "b"], files: [{ path: "x", parts: [{ body: 1, ascii: false }, { body: 0, ascii: false }] }] }, recording, () => {})).toThrow(/out of order/);
+    expect(() => renderBundle({ bodies: bodies(["a", "b"]), files: [{ path: "x", parts: [{ body: 1, ascii: false }, { body: 0, ascii: false }] }] }, recording, () => {})).toThrow(/out of order/);
     expect(() =>
       renderBundle(
         {
@@ -137,6 +166,34 @@ describe("renderBundle", () => {
         () => {},
       ),
     ).toThrow(/cannot be hashed/);
+  });
+
+  it("says where each file holds each body, and copies a body an earlier file holds instead of reading it again", () => {
+    const first = memorySinks();
+    const places = renderBundle(bundle, first.open, () => {});
+    const one = first.files.get("one.js")!;
+    expect(one.subarray(...places.get("one.js")!.h1!.map((n, i, [offset]) => (i === 0 ? n : offset! + n))).toString()).toBe('"s\\u00e9cond"');
+    expect(places.get("only-second.json")).toEqual({ h1: [0, Buffer.byteLength('"sécond"')] });
+    expect(places.has("two.js")).toBe(false); // a twin is linked, not written
+
+    // The second body changed (a SKILL.md of another hash); the first is copied from the earlier one.js.
+    const read: string[] = [];
+    const next: Bundle = { ...bundle, bodies: [{ hash: "h0", text: () => (read.push("first"), "first\n\"body\"") }, { hash: "h9", text: () => (read.push("new"), "new") }] };
+    const second = memorySinks();
+    renderBundle(next, second.open, () => {}, (path) => (path === "one.js" ? earlierFile(one, places.get("one.js")!) : undefined));
+    expect(second.files.get("one.js")!.toString()).toBe('["first\\n\\"body\\"","new"]');
+    // Read once, for the manifest (which has no earlier file here), not for one.js; the new body once.
+    expect(read).toEqual(["first", "new"]);
+    expect(second.files.get("manifest.json")!.toString()).toBe(bundleTexts(next).get("manifest.json"));
+  });
+
+  it("writes a body from its text when the earlier file cannot give all of its bytes", () => {
+    const first = memorySinks();
+    const places = renderBundle(bundle, first.open, () => {});
+    const truncated = first.files.get("one.js")!.subarray(0, 5);
+    const second = memorySinks();
+    renderBundle(bundle, second.open, () => {}, (path) => (path === "one.js" ? earlierFile(truncated, places.get("one.js")!) : undefined));
+    expect(second.files.get("one.js")!.equals(first.files.get("one.js")!)).toBe(true);
   });
 });
 

@@ -3,7 +3,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
-import { bundleOf } from "../src/bundle/bundle.js";
+import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import { BuildCache } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
@@ -30,6 +30,10 @@ async function project(): Promise<string> {
 const run = (dir: string) => build({ cwd: dir });
 const manifest = (dir: string) => readFileSync(join(dir, "dist/skills/manifest.json"), "utf8");
 const fileRecords = (dir: string) => Object.keys(JSON.parse(readFileSync(join(dir, CACHE), "utf8").split("\n")[1]!).files as object).sort();
+/** Whether a result skill's body was read: until its first use it holds a reader, not the text (see `withBody`). */
+const bodyRead = (skill: object) => Object.getOwnPropertySymbols(skill).some((symbol) => typeof (skill as Record<symbol, unknown>)[symbol] === "string");
+/** Every file of the bundle, by path. */
+const bundleFiles = (dir: string) => Object.fromEntries(["manifest.json", "index.js", "index.d.ts", "agents/main.js", "prompts/main.txt"].map((path) => [path, readFileSync(join(dir, "dist/skills", path), "utf8")]));
 const hashOf = (dir: string, skill: string, path: string) =>
   (JSON.parse(manifest(dir)) as { skills: { name: string; files: { path: string; sha256: string }[] }[] }).skills.find((entry) => entry.name === skill)!.files.find((file) => file.path === path)?.sha256;
 
@@ -37,7 +41,7 @@ describe("build cache: stat signatures", () => {
   // Projects made up front and left to settle once: a file changed less than 2 s before a build gets no signature.
   const settled: string[] = [];
   beforeAll(async () => {
-    for (let i = 0; i < 7; i++) settled.push(await project());
+    for (let i = 0; i < 8; i++) settled.push(await project());
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     for (const dir of settled) await run(dir);
   }, 30_000);
@@ -70,6 +74,43 @@ describe("build cache: stat signatures", () => {
     expect(after.cache).toEqual({ parsed: 1, reused: 1, hashed: 1, unchanged: 3, listed: 0, unlisted: 5 });
     expect(manifest(dir)).toContain("Steps, edited.");
   });
+
+  it("a bundle rewritten after one SKILL.md changed copies the other bodies from the bundle it replaces, which a file edited or linked by hand is not", async () => {
+    const dir = settled[7]!;
+    const rebuild = async (body: string) => {
+      await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports.", body));
+      const result = await run(dir);
+      const beta = result.agents[0]!.skills.find((skill) => skill.name === "beta")!;
+      const files = bundleFiles(dir);
+      // The same bytes as a build without the cache (and so without a bundle to copy from).
+      await rm(join(dir, "node_modules"), { recursive: true });
+      await rm(join(dir, "dist"), { recursive: true });
+      await run(dir);
+      expect(bundleFiles(dir)).toEqual(files);
+      return { result, read: bodyRead(beta) };
+    };
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS)); // beta's SKILL.md, and the cold build's bundle, settled
+
+    const edited = await rebuild("# alpha\n\nSteps, edited.");
+    expect(edited.result.written).toBe(true);
+    expect(edited.read).toBe(false); // beta's body came from the bundle replaced, not from its SKILL.md
+    expect(manifest(dir)).toContain("Steps, edited.");
+
+    // The module edited by hand: beta's body is read for it again (the manifest's copy is still good).
+    await writeFile(join(dir, "dist/skills/index.js"), readFileSync(join(dir, "dist/skills/index.js"), "utf8").replace("Steps for beta.", "Steps for BETA."));
+    expect((await rebuild("# alpha\n\nSteps, edited twice.")).read).toBe(true);
+    expect(readFileSync(join(dir, "dist/skills/index.js"), "utf8")).not.toContain("Steps for BETA.");
+
+    // The module replaced by a link to a file outside the roots, of the same length: never read.
+    const module = join(dir, "dist/skills/index.js");
+    const length = readFileSync(module).byteLength;
+    writeFileSync(join(dir, "outside/index.js"), "outside-the-roots ".repeat(length).slice(0, length));
+    rmSync(module);
+    symlinkSync(join(dir, "outside/index.js"), module);
+    const linked = await rebuild("# alpha\n\nSteps, edited thrice.");
+    expect(linked.read).toBe(true);
+    expect(Object.values(bundleFiles(dir)).join("")).not.toContain("outside-the-roots");
+  }, 20_000);
 
   it("two folders swapped (renamed into each other's place): each path's file is hashed again, not taken from the other's record", async () => {
     const dir = settled[3]!;
@@ -123,12 +164,12 @@ describe("build cache: stat signatures", () => {
     };
     const result = await compile(loaded, { cache, afterDiscovery: swap });
     expect(cache.fileStats).toEqual({ hashed: 0, unchanged: 4 });
-    expect(() => bundleOf(result)).toThrow("cannot read skills/alpha/SKILL.md: it changed during the build; build again");
+    expect(() => bundleTexts(bundleOf(result))).toThrow("cannot read skills/alpha/SKILL.md: it changed during the build; build again");
 
     // Edited in place instead (same file, new bytes): its signature no longer matches, so its body is not taken.
     const edit = () => writeFileSync(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks.", "Edited during the build."));
     const edited = await compile(loaded, { cache: BuildCache.open(loaded), afterDiscovery: edit });
-    expect(() => bundleOf(edited)).toThrow("cannot read skills/beta/SKILL.md: it changed during the build; build again");
+    expect(() => bundleTexts(bundleOf(edited))).toThrow("cannot read skills/beta/SKILL.md: it changed during the build; build again");
   });
 });
 

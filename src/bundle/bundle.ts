@@ -8,6 +8,7 @@ import { GENERATOR, MANIFEST_SCHEMA_URL, SCHEMA_VERSION, type Manifest } from ".
 import { moduleFiles, placedElsewhere } from "./module.js";
 import { asciiOnly, Each, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
+import type { BodyPlaces } from "../compile/cache.js";
 import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
 
@@ -15,7 +16,14 @@ export interface Bundle {
   /** Every file of the bundle (SPEC §6); a file comes after any file it takes a hash of or is the same as. */
   files: BundleFile[];
   /** The bundled skills' bodies, by skill in manifest order. */
-  bodies: string[];
+  bodies: BundleBody[];
+}
+
+export interface BundleBody {
+  /** sha256 of the SKILL.md the body is from: the same bytes, the same body. */
+  hash: string;
+  /** The body, read from its SKILL.md on first use: unneeded where an earlier bundle file's copy is used. */
+  text(): string;
 }
 
 /**
@@ -110,7 +118,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       yield "\n";
     }),
   });
-  return { files, bodies: ordered.map((skill) => skill.body) };
+  return { files, bodies: ordered.map((skill) => ({ hash: skill.hash, text: () => skill.body })) };
 }
 
 /** A skill file `stage` puts into the bundle. */
@@ -188,28 +196,44 @@ const HASH_PLACEHOLDER = Buffer.from("0".repeat(64), "latin1");
 const CHUNK_BYTES = 1 << 18;
 
 /**
- * Streams the bundle's files into sinks and returns every file's sha256 by path. The files advance together,
- * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
- * text and no second copy of the bodies is ever in memory. A hash part is written as a string of zeros and
- * patched once the file it names is complete. A file the same as another is handed to `same` once that one ended.
+ * A file of the bundle as the last build wrote it, still untouched (see `earlierBodies`): where it holds each body,
+ * and a read of its bytes. Returns false when fewer than `length` bytes could be read.
  */
-export function renderBundle(bundle: Bundle, open: (path: string) => Sink, same: (path: string, sameAs: string) => void): Map<string, string> {
+export interface EarlierFile {
+  places: BodyPlaces;
+  read(into: Uint8Array, at: number, length: number, position: number): boolean;
+}
+
+/**
+ * Streams the bundle's files into sinks and returns where each file holds each body. The files advance together,
+ * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
+ * text and no second copy of the bodies is ever in memory. A body that `earlier`'s version of the same file holds
+ * (the same SKILL.md bytes, escaped for that file) is copied from there instead: neither read from its SKILL.md nor
+ * escaped again. A hash part is written as a string of zeros and patched once the file it names is complete. A
+ * file the same as another is handed to `same` once that one ended.
+ */
+export function renderBundle(
+  bundle: Bundle,
+  open: (path: string) => Sink,
+  same: (path: string, sameAs: string) => void,
+  earlier: (path: string) => EarlierFile | undefined = () => undefined,
+): Map<string, BodyPlaces> {
   const writers = new Map<string, FileWriter>();
   const twins: { path: string; sameAs: string }[] = [];
   for (const file of bundle.files) {
     if ("sameAs" in file) twins.push(file);
-    else writers.set(file.path, new FileWriter(file.parts, open(file.path)));
+    else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path)));
   }
   const escaped: { json?: string; ascii?: string } = {};
   const bodyText = (part: BodyPart) => {
-    escaped.json ??= jsonString(bundle.bodies[part.body]!);
+    escaped.json ??= jsonString(bundle.bodies[part.body]!.text());
     return part.ascii ? (escaped.ascii ??= asciiOnly(escaped.json)) : escaped.json;
   };
   for (let body = 0; body < bundle.bodies.length; body++) {
     escaped.json = escaped.ascii = undefined;
-    for (const writer of writers.values()) writer.advance(body, bodyText);
+    for (const writer of writers.values()) writer.advance(body, bundle.bodies[body]!.hash, bodyText);
   }
-  for (const writer of writers.values()) writer.advance(Infinity, bodyText);
+  for (const writer of writers.values()) writer.advance(Infinity, "", bodyText);
 
   const hashes = new Map<string, string>();
   for (const [path, writer] of writers) hashes.set(path, writer.finish());
@@ -224,12 +248,14 @@ export function renderBundle(bundle: Bundle, open: (path: string) => Sink, same:
     writer.sink.end();
   }
   for (const { path, sameAs } of twins) same(path, sameAs);
-  return hashes;
+  return new Map([...writers].flatMap(([path, writer]) => (Object.keys(writer.places).length > 0 ? [[path, writer.places] as const] : [])));
 }
 
 /** One file's parts on their way to its sink: encoded into a chunk, hashed, and written a chunk at a time. */
 class FileWriter {
   readonly hashSlots: { offset: number; of: string }[] = [];
+  /** Where this file holds each body, by SKILL.md sha256 (patching a hash in moves nothing: it has the placeholder's length). */
+  readonly places: BodyPlaces = Object.create(null) as BodyPlaces;
   private readonly parts: Iterator<Part>;
   /** A body part taken from `parts` before its body's turn. */
   private waiting: BodyPart | undefined;
@@ -241,12 +267,13 @@ class FileWriter {
   constructor(
     parts: Iterable<Part>,
     readonly sink: Sink,
+    private readonly earlier: EarlierFile | undefined,
   ) {
     this.parts = parts[Symbol.iterator]();
   }
 
-  /** Writes parts up to and including the body `body`, stopping before any later body. */
-  advance(body: number, bodyText: (part: BodyPart) => string): void {
+  /** Writes parts up to and including the body `body` (from the SKILL.md of sha256 `hash`), stopping before any later body. */
+  advance(body: number, hash: string, bodyText: (part: BodyPart) => string): void {
     for (let part = this.waiting ?? this.next(); part !== undefined; part = this.next()) {
       this.waiting = undefined;
       if (typeof part === "string") this.text(part);
@@ -256,12 +283,27 @@ class FileWriter {
         this.hashSlots.push({ offset: this.offset, of: part.sha256Of });
         this.emit(HASH_PLACEHOLDER, true);
         this.text('"');
-      } else if (part.body === body) this.text(bodyText(part));
-      else if (part.body > body) {
+      } else if (part.body === body) {
+        const start = this.offset + this.filled;
+        if (!this.copyEarlier(hash)) this.text(bodyText(part));
+        this.places[hash] = [start, this.offset + this.filled - start];
+      } else if (part.body > body) {
         this.waiting = part;
         return;
       } else throw new Error(`skillbake: body ${part.body} is out of order in a bundle file`);
     }
+  }
+
+  /** Copies the body of `hash` from the earlier version of this file, if that holds it and it fits a chunk. */
+  private copyEarlier(hash: string): boolean {
+    const place = this.earlier && Object.hasOwn(this.earlier.places, hash) ? this.earlier.places[hash] : undefined;
+    if (!Array.isArray(place)) return false;
+    const [position, length] = place;
+    if (!(length <= CHUNK_BYTES)) return false;
+    if (length > CHUNK_BYTES - this.filled) this.flush();
+    if (!this.earlier!.read(this.chunk, this.filled, length, position)) return false;
+    this.filled += length;
+    return true;
   }
 
   private next(): Part | undefined {

@@ -3,7 +3,8 @@ import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, ls
 import { link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
-import { renderBundle, type Bundle, type StagedCopy } from "./bundle.js";
+import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
+import { bundleFileSignature, type BodyPlaces, type BundleRecord } from "../compile/cache.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
@@ -32,8 +33,10 @@ export class OutDirLockedError extends OutputError {
  * - The swap is two renames back to back (outDir → `.<outDir>.old-…`, staging → outDir). A build killed
  *   between them leaves no outDir but the complete old bundle beside it; the next build puts it back first,
  *   and removes what killed builds left (see `recoverInterruptedBuild`).
+ * - `earlier`, the record of the bundle the last build wrote here: each body one of its files still holds,
+ *   untouched, is copied from there (see `earlierFiles`). Returns where each new file holds each body.
  */
-export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig): Promise<void> {
+export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig, earlier?: BundleRecord): Promise<Map<string, BodyPlaces>> {
   try {
     await assertSafeOutDir(outDir, config);
     await mkdir(dirname(outDir), { recursive: true });
@@ -42,12 +45,16 @@ export async function writeBundle(outDir: string, bundle: Bundle, copies: readon
       await recoverInterruptedBuild(outDir);
       await assertReplaceable(outDir);
       const staging = transientPath(outDir, "tmp");
+      const previous = earlierFiles(outDir, earlier);
       try {
-        writeFiles(staging, bundle);
+        const places = writeFiles(staging, bundle, previous.file);
+        previous.close();
         await stageCopies(staging, copies);
         const retired = swapIn(staging, outDir);
         if (retired) await removeLeftover(retired);
+        return places;
       } finally {
+        previous.close();
         await removeLeftover(staging);
       }
     } finally {
@@ -72,10 +79,10 @@ async function removeLeftover(path: string): Promise<void> {
  * Streams the bundle's files into `folder` (see `renderBundle`). Synchronous: the writes go to the page cache,
  * where a call costs less than a trip through the thread pool. A file the same as another is a hard link to it.
  */
-function writeFiles(folder: string, bundle: Bundle): void {
+function writeFiles(folder: string, bundle: Bundle, earlier: (path: string) => EarlierFile | undefined): Map<string, BodyPlaces> {
   const open = new Set<number>();
   try {
-    renderBundle(
+    return renderBundle(
       bundle,
       (path) => {
         const target = join(folder, path);
@@ -101,10 +108,76 @@ function writeFiles(folder: string, bundle: Bundle): void {
           copyFileSync(join(folder, sameAs), target); // a filesystem without hard links
         }
       },
+      earlier,
     );
   } finally {
     for (const fd of open) closeSync(fd);
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+/** How much of an earlier bundle file `earlierFiles` reads at a time: more than any body it copies (see `renderBundle`). */
+const EARLIER_WINDOW_BYTES = 1 << 20;
+
+/**
+ * The files of the bundle in `outDir` that `record` says the last build wrote there and that are still untouched,
+ * opened (never through a link, only a regular file) and checked by `fstat` against the signature recorded right
+ * after writing: a file edited, replaced or swapped since has another and is not used. Each is opened when first
+ * asked for; `close` closes them all.
+ */
+function earlierFiles(outDir: string, record: BundleRecord | undefined): { file: (path: string) => EarlierFile | undefined; close: () => void } {
+  const opened = new Map<string, number>();
+  const file = (path: string): EarlierFile | undefined => {
+    // The record comes from the cache file: checked for its shape, as everything read from there.
+    const { bodies, paths } = record?.outDir === outDir ? record : {};
+    const places = isObject(bodies) && Object.hasOwn(bodies, path) ? bodies[path] : undefined;
+    const signature = isObject(paths) && Object.hasOwn(paths, path) ? paths[path] : undefined;
+    if (!isObject(places) || typeof signature !== "string") return undefined;
+    let fd: number;
+    try {
+      fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch {
+      return undefined;
+    }
+    opened.set(path, fd);
+    const stats = fstatSync(fd, { bigint: true });
+    if (!stats.isFile() || bundleFileSignature(stats) !== signature) return undefined;
+    // Bodies come in the same order build after build (by SKILL.md path), so the file is read a window at a time,
+    // front to back, rather than a body at a time.
+    const window = { bytes: Buffer.allocUnsafe(EARLIER_WINDOW_BYTES), start: 0, end: 0 };
+    return {
+      places,
+      read: (into, at, length, position) => {
+        if (!Number.isSafeInteger(position) || !Number.isSafeInteger(length) || position < 0 || length < 0 || length > window.bytes.byteLength || at + length > into.byteLength) return false;
+        if (position < window.start || position + length > window.end) {
+          let filled = 0;
+          try {
+            while (filled < window.bytes.byteLength) {
+              const read = readSync(fd, window.bytes, filled, window.bytes.byteLength - filled, position + filled);
+              if (read === 0) break;
+              filled += read;
+            }
+          } catch {
+            filled = 0; // written from the body instead
+          }
+          Object.assign(window, { start: position, end: position + filled });
+          if (position + length > window.end) return false;
+        }
+        into.set(window.bytes.subarray(position - window.start, position - window.start + length), at);
+        return true;
+      },
+    };
+  };
+  return {
+    file,
+    close: () => {
+      for (const fd of opened.values()) closeSync(fd);
+      opened.clear();
+    },
+  };
 }
 
 /** `position` null: at the file's offset, which advances. */

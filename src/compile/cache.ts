@@ -39,9 +39,14 @@ export interface BundleRecord {
   outDir: string;
   /** Digest of the compilation it was written from (`bundleFingerprint`). */
   fingerprint: string;
-  /** Each file and folder written, relative to outDir, with its stat signature right after writing. */
+  /** Each file and folder written, relative to outDir, with its stat signature right after writing (`bundleFileSignature`). */
   paths: Record<string, string>;
+  /** Where each file holding bodies holds each, by path: what the next bundle copies instead of escaping a body again. */
+  bodies?: Record<string, BodyPlaces>;
 }
+
+/** Where a bundle file holds each body, by the sha256 of its SKILL.md: the offset and length, in bytes, of its escaped text. */
+export type BodyPlaces = Record<string, [offset: number, length: number]>;
 
 /** A skill file (SKILL.md or another) as a build found and hashed it. */
 interface FileRecord {
@@ -272,8 +277,8 @@ export class BuildCache {
     return isCurrentBundle(this.previous.bundle, outDir, fingerprint);
   }
 
-  /** Records the bundle just written: every file (and the folders holding them) with its stat signature. */
-  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>): void {
+  /** Records the bundle just written: every file (and the folders holding them) with its stat signature, and where its files hold each body. */
+  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, bodies: ReadonlyMap<string, BodyPlaces>): void {
     const paths: Record<string, string> = {};
     const add = (path: string) => {
       const signature = statSignature(join(outDir, path));
@@ -284,7 +289,7 @@ export class BuildCache {
       for (let slash = file.indexOf("/"); slash >= 0; slash = file.indexOf("/", slash + 1)) if (!(file.slice(0, slash) in paths)) add(file.slice(0, slash));
       add(file);
     }
-    this.next.bundle = { outDir, fingerprint, paths };
+    this.next.bundle = { outDir, fingerprint, paths, bodies: Object.fromEntries(bodies) };
     this.dirty = true;
   }
 
@@ -388,11 +393,15 @@ function isJsonExact(value: unknown): boolean {
 /** inode, size, and mtime and ctime in nanoseconds: any write, rename over or replacement changes one of them. */
 function statSignature(path: string): string | undefined {
   try {
-    const stats = statSync(path, { bigint: true });
-    return `${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+    return bundleFileSignature(statSync(path, { bigint: true }));
   } catch {
     return undefined;
   }
+}
+
+/** How `BundleRecord.paths` signs a file or folder of the bundle. (Not `BigIntStats`: the declarations need no @types/node.) */
+export function bundleFileSignature(stats: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
+  return `${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
 }
 
 /** A skill file's signature: `statSignature`'s, and the device, as two folders' files may share inode numbers. */
