@@ -1,7 +1,8 @@
 // One measured task in a fresh process (spawned by bench/run.mjs). Prints one JSON line:
 // { ms: time of the task itself, after imports, rss: peak resident set size in bytes, ...facts }.
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const [task, ...args] = process.argv.slice(2);
@@ -45,17 +46,38 @@ async function run() {
       if (!result.ok) throw new Error(`the build failed: ${JSON.stringify(result.diagnostics.slice(0, 3))}`);
       return { ms, written: result.written, skills: result.agents[0].skills.length };
     }
-    // Watch mode's rebuild: a build, then one skill edited, then the build again in the same process.
-    case "watch-rebuild": {
-      const [distIndex, config, edited] = args;
-      const { build } = await import(pathToFileURL(distIndex).href);
-      await build({ config });
-      writeFileSync(edited, `${readFileSync(edited, "utf8")}\nEdited for the watch rebuild.\n`);
-      const start = performance.now();
-      const result = await build({ config });
-      const ms = performance.now() - start;
-      if (!result.ok || !result.written) throw new Error("the watch rebuild did not write the bundle");
-      return { ms, parsed: result.cache.parsed };
+    // Watch mode as a developer runs it: `skills build --watch` in its own process; after its first build, one skill
+    // edited, timed until the watcher reports the new bundle swapped in (its 100 ms quiet period included). Peak RSS
+    // is the watcher's (Linux's VmHWM), not this process's.
+    case "watch": {
+      const [cli, config, edited] = args;
+      const watcher = spawn(process.execPath, [cli, "build", "--watch", "--config", config], { cwd: dirname(config), stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      const exited = new Promise((resolve) => watcher.on("exit", resolve));
+      const printed = (pattern, from) =>
+        new Promise((resolve, reject) => {
+          const check = () => {
+            if (pattern.test(stderr.slice(from))) resolve();
+            else if (watcher.exitCode !== null) reject(new Error(`the watcher exited:\n${stderr}`));
+            else setTimeout(check, 2);
+          };
+          check();
+        });
+      watcher.stderr.on("data", (chunk) => (stderr += chunk));
+      try {
+        await printed(/Watching/, 0);
+        const from = stderr.length;
+        const start = performance.now();
+        writeFileSync(edited, `${readFileSync(edited, "utf8")}\nEdited for the watch rebuild.\n`);
+        await printed(/Built in .*\n/, from);
+        const ms = performance.now() - start;
+        if (!/Wrote /.test(stderr.slice(from))) throw new Error(`the watch rebuild did not write the bundle:\n${stderr.slice(from)}`);
+        const peak = readFileSync(`/proc/${watcher.pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/);
+        return { ms, ...(peak ? { watcherRss: Number(peak[1]) * 1024 } : {}) };
+      } finally {
+        watcher.kill("SIGINT");
+        await exited;
+      }
     }
     // A server's startup: import one agent's generated module and get its prompt, then (given a name) the
     // model's first skill call: one getSkill.
@@ -72,5 +94,5 @@ async function run() {
   }
 }
 
-const facts = await run();
-process.stdout.write(`${JSON.stringify({ ...facts, rss: process.resourceUsage().maxRSS * 1024 })}\n`);
+const { watcherRss, ...facts } = await run();
+process.stdout.write(`${JSON.stringify({ ...facts, rss: watcherRss ?? process.resourceUsage().maxRSS * 1024 })}\n`);

@@ -136,7 +136,7 @@ try {
         writeFileSync(file, `${readFileSync(file, "utf8")}\nEdited in round ${round}.\n`);
         return measure([CHILD, "build", DIST_INDEX, catalogue.config]);
       },
-      "watch: one skill changed": (round) => measure([CHILD, "watch-rebuild", DIST_INDEX, catalogue.config, catalogue.files[(round * 104729 + 1) % catalogue.files.length]]),
+      "watch: one skill changed": (round) => measure([CHILD, "watch", CLI, catalogue.config, catalogue.files[(round * 104729 + 1) % catalogue.files.length]]),
       "import module + getPrompt": () => {
         const module = join(catalogue.outDir, "agents", `${AGENT}.js`);
         return existsSync(module) ? measure([CHILD, "import", module, AGENT]) : undefined;
