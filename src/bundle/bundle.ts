@@ -36,13 +36,26 @@ export interface BundleBody {
  */
 export function bundleFingerprint(compilation: Compilation): string {
   const { file, dir, inputs, config } = compilation.config;
-  const skills = bundledSkills(compilation);
+  const { skills, inputsHash } = bundleInputs(compilation);
   const hash = createHash("sha256").update(
-    JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, inputs }, inputs: inputsHash(compilation, skills), diagnostics: compilation.diagnostics }),
+    JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, inputs }, inputs: inputsHash, diagnostics: compilation.diagnostics }),
   );
   for (const { skills: _skills, ...agent } of compilation.agents) hash.update(`\n${JSON.stringify(agent)}`);
   if (config.frontmatter) for (const skill of skills) hash.update(`\n${JSON.stringify(skill.fields)}`);
   return hash.digest("hex");
+}
+
+const madeFrom = new WeakMap<Compilation, { skills: AgentSkill[]; inputsHash: string }>();
+
+/** The bundled skills and `inputsHash`: what both the fingerprint and the bundle are made from, made once for a compilation. */
+function bundleInputs(compilation: Compilation): { skills: AgentSkill[]; inputsHash: string } {
+  let inputs = madeFrom.get(compilation);
+  if (!inputs) {
+    const skills = bundledSkills(compilation);
+    inputs = { skills, inputsHash: inputsHash(compilation, skills) };
+    madeFrom.set(compilation, inputs);
+  }
+  return inputs;
 }
 
 /** Each skill of the bundle once (the first agent's record of it), sorted by SKILL.md path: the bodies' order. */
@@ -58,7 +71,7 @@ function bundledSkills(compilation: Compilation): AgentSkill[] {
  * modules are made as they are written (see `lazyParts`).
  */
 export function bundleOf(compilation: Compilation): Bundle {
-  const ordered = bundledSkills(compilation);
+  const { skills: ordered, inputsHash: inputs } = bundleInputs(compilation);
   const shared = new Map(ordered.map((skill) => [skill.file, skill]));
 
   const files: BundleFile[] = [];
@@ -109,7 +122,7 @@ export function bundleOf(compilation: Compilation): Bundle {
     })),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
-    hashes: { inputs: inputsHash(compilation, ordered), outputs },
+    hashes: { inputs, outputs },
   } satisfies Record<keyof Manifest, unknown>;
   files.push({
     path: "manifest.json",

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { BuildCache } from "./cache.js";
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
@@ -12,7 +11,7 @@ import { locateInFrontmatter, parseSkillFile, skillBody } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
-import { hashFile, isSameFile, PathChangedError, type FileIdentity, type FileStats, type SkillFile } from "./resources.js";
+import { hashFile, isSameFile, PathChangedError, sha256Hex, type FileIdentity, type FileStats, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
@@ -151,7 +150,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
         return;
       }
       bytes = read.bytes;
-      known = { size: Number(read.stats.size), sha256: createHash("sha256").update(bytes).digest("hex") };
+      known = { size: Number(read.stats.size), sha256: sha256Hex(bytes) };
       // A file over the size limit is read only in part, so its hash cannot tell that it changed.
       if (known.size === bytes.byteLength) cache?.recordFile(displayFile, read.stats, known.size, known.sha256);
       else cache?.unrecorded();
@@ -482,7 +481,7 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
       findings.push({ code: "encoding-invalid", file, line: 1, column: 1, message: `the context file ${file} is not valid UTF-8; it is left out`, hint: "Save the file as UTF-8." });
       continue;
     }
-    files.push({ file, hash: createHash("sha256").update(bytes).digest("hex") });
+    files.push({ file, hash: sha256Hex(bytes) });
     const trimmed = text.replace(/\r\n?/g, "\n").trim();
     if (trimmed !== "") texts.push(trimmed);
   }

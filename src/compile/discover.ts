@@ -392,11 +392,14 @@ export function readSkillBytes(file: string, expected: FileIdentity): SkillBytes
     const stats = fstatSync(fd, { bigint: true });
     if (!stats.isFile()) throw Object.assign(new Error("is not a regular file"), { code: "EISDIR" });
     if (!isSameFile(stats, expected)) return pathChanged(file, "SKILL.md", "the skill is left out");
+    // Read to the end, or to the size fstat gave (no read to find an end already known), or past the size limit.
+    const size = Number(stats.size);
     let length = 0;
     while (length < READ_BUFFER.length) {
       const bytesRead = readSync(fd, READ_BUFFER, length, READ_BUFFER.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
+      if (length === size) break;
     }
     return { bytes: READ_BUFFER.subarray(0, length), stats };
   } catch (error) {

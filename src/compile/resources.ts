@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from "node:fs";
 
 /** One file of a skill folder, as the manifest lists it. */
@@ -27,18 +27,32 @@ export function hashFile(path: string, expected?: FileIdentity): { size: number;
     // A device put in a listed file's place (/dev/zero) would be read forever.
     if (!stats.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "EISDIR" });
     if (expected && !isSameFile(stats, expected)) throw new PathChangedError(path);
-    return { ...hashOpenFile(fd), stats };
+    return { ...hashOpenFile(fd, Number(stats.size)), stats };
   } finally {
     closeSync(fd);
   }
 }
 
-/** Size and sha256 of an open regular file, read from its current offset. */
-export function hashOpenFile(fd: number): { size: number; sha256: string } {
-  const hash = createHash("sha256");
+/**
+ * Size and sha256 of an open regular file, read from its current offset. With `expectedSize` (its size by fstat),
+ * a file read whole in one read is hashed at once, without the read that would find its end: most skill files
+ * are a few kilobytes, where those two cost about as much as the hashing.
+ */
+export function hashOpenFile(fd: number, expectedSize?: number): { size: number; sha256: string } {
+  const first = readSync(fd, CHUNK, 0, CHUNK.length, null);
+  if (first === expectedSize && first < CHUNK.length) return { size: first, sha256: sha256Hex(CHUNK.subarray(0, first)) };
+  const hash = crypto.createHash("sha256");
   let size = 0;
-  for (let bytesRead; (bytesRead = readSync(fd, CHUNK, 0, CHUNK.length, null)) > 0; size += bytesRead) hash.update(CHUNK.subarray(0, bytesRead));
+  for (let bytesRead = first; bytesRead > 0; size += bytesRead, bytesRead = readSync(fd, CHUNK, 0, CHUNK.length, null)) hash.update(CHUNK.subarray(0, bytesRead));
   return { size, sha256: hash.digest("hex") };
+}
+
+/** Node's one-shot digest (20.12 and later): for small inputs, several times faster than a Hash object. */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;
+
+/** The sha256 of `bytes`, in hex. */
+export function sha256Hex(bytes: Uint8Array): string {
+  return oneShotHash ? oneShotHash("sha256", bytes, "hex") : crypto.createHash("sha256").update(bytes).digest("hex");
 }
 
 /** Which file a path led to when discovery checked it was inside its root: device and inode. */
