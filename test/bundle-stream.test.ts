@@ -187,6 +187,33 @@ describe("renderBundle", () => {
     expect(second.files.get("manifest.json")!.toString()).toBe(bundleTexts(next).get("manifest.json"));
   });
 
+  it("gives the same bytes with or without an earlier bundle to copy from, whatever the bodies and whichever changed", () => {
+    // A manifest-like file (bodies as they are) and a module-like one (ASCII only), a body at a time between text.
+    const files = (count: number): Bundle["files"] => [
+      { path: "m.json", parts: Array.from({ length: count }, (_, body) => [`{"n":${body},"b":`, { body, ascii: false }, "}\n"]).flat() },
+      { path: "m.js", parts: Array.from({ length: count }, (_, body) => [`f(${body},`, { body, ascii: true }, ");"]).flat() },
+    ];
+    const bodyText = fc.string({ unit: fc.constantFrom("a", "é", "𝄞", '"', "\\", "\n", "\u0001", "\ud800", "*/", " ") });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(bodyText, bodyText, fc.boolean()), { minLength: 1, maxLength: 12 }), (skills) => {
+        // `h<i>` is the SKILL.md of the first text; a changed skill (its flag set) has another hash and the second text.
+        const before: Bundle = { files: files(skills.length), bodies: skills.map(([text], index) => ({ hash: `h${index}`, text: () => text })) };
+        const after: Bundle = { files: files(skills.length), bodies: skills.map(([text, edited, changed], index) => (changed ? { hash: `e${index}`, text: () => edited } : { hash: `h${index}`, text: () => text })) };
+        const first = memorySinks();
+        const places = renderBundle(before, first.open, () => {});
+        const copied = memorySinks();
+        const read: string[] = [];
+        const counted: Bundle = { ...after, bodies: after.bodies.map((body) => ({ hash: body.hash, text: () => (read.push(body.hash), body.text()) })) };
+        renderBundle(counted, copied.open, () => {}, (path) => earlierFile(first.files.get(path)!, places.get(path)!));
+        const fresh = memorySinks();
+        renderBundle(after, fresh.open, () => {});
+        for (const path of ["m.json", "m.js"]) expect(copied.files.get(path)!.equals(fresh.files.get(path)!)).toBe(true);
+        // Only the changed bodies were read (once, for both files).
+        expect(read).toEqual(skills.flatMap(([, , changed], index) => (changed ? [`e${index}`] : [])));
+      }),
+    );
+  });
+
   it("writes a body from its text when the earlier file cannot give all of its bytes", () => {
     const first = memorySinks();
     const places = renderBundle(bundle, first.open, () => {});

@@ -209,7 +209,7 @@ const HASH_PLACEHOLDER = Buffer.from("0".repeat(64), "latin1");
 const CHUNK_BYTES = 1 << 18;
 
 /**
- * A file of the bundle as the last build wrote it, still untouched (see `earlierBodies`): where it holds each body,
+ * A file of the bundle as the last build wrote it, still untouched (see `earlierFiles` in emit.ts): where it holds each body,
  * and a read of its bytes. Returns false when fewer than `length` bytes could be read.
  */
 export interface EarlierFile {
