@@ -82,10 +82,12 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
  */
 export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
   let loaded: LoadedConfig | undefined;
-  if (!session && !options.check) {
+  // A watch session's first build starts as any build does; its later ones follow a change, with the cache in memory.
+  const first = session ? session.startBuild() : true;
+  if (!options.check && first) {
     // Nothing read last time changed and the bundle is untouched: the last compilation, without compiling.
     const cwd = options.cwd ?? process.cwd();
-    loaded = await loadConfig(options.config, cwd);
+    loaded = session ? await session.config(options.config, cwd) : await loadConfig(options.config, cwd);
     const unchanged = unchangedCompilation(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir));
     if (unchanged) {
       const { compilation, folders } = unchanged;
@@ -134,7 +136,7 @@ export async function compileCached(
   { readOnly = false, session, loaded: given }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig } = {},
 ): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
-  const { loaded, cache } = session ? await session.next(options.config, cwd) : await loadWithCache(options.config, cwd, readOnly, given);
+  const { loaded, cache } = session ? await session.next(options.config, cwd, given) : await loadWithCache(options.config, cwd, readOnly, given);
   const compilation = await compile(loaded, {
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
@@ -163,16 +165,29 @@ async function loadWithCache(config: string | undefined, cwd: string, readOnly: 
  */
 export class BuildSession {
   /** The config last loaded, and its files' signatures (undefined: changed too recently to tell, so loaded again). */
-  private config?: { loaded: LoadedConfig; signatures: string | undefined };
+  private loadedConfig?: { loaded: LoadedConfig; signatures: string | undefined };
   private cache?: BuildCache;
+  private builds = 0;
 
-  async next(file: string | undefined, cwd: string): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
-    let loaded = this.config?.loaded;
-    if (!loaded || this.config!.signatures === undefined || settledSignatures(loaded.inputs, nowNs()) !== this.config!.signatures) {
+  /** Counts a build of the session; true for its first. */
+  startBuild(): boolean {
+    return this.builds++ === 0;
+  }
+
+  /** The config, loaded again only when it or a file it imports changed since it was last loaded. */
+  async config(file: string | undefined, cwd: string): Promise<LoadedConfig> {
+    let loaded = this.loadedConfig?.loaded;
+    if (!loaded || this.loadedConfig!.signatures === undefined || settledSignatures(loaded.inputs, nowNs()) !== this.loadedConfig!.signatures) {
       const loadedAt = nowNs();
       loaded = await loadConfig(file, cwd);
-      this.config = { loaded, signatures: settledSignatures(loaded.inputs, loadedAt) };
+      this.loadedConfig = { loaded, signatures: settledSignatures(loaded.inputs, loadedAt) };
     }
+    return loaded;
+  }
+
+  /** The config (as `config` gives it, unless this build loaded it already) and the build cache for it. */
+  async next(file: string | undefined, cwd: string, given?: LoadedConfig): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
+    const loaded = given ?? (await this.config(file, cwd));
     // A config edit that changes what a SKILL.md yields needs the cache for those settings (`open` reads it from disk).
     if (this.cache?.key === BuildCache.keyOf(loaded)) this.cache.nextBuild();
     else {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A `skills build --watch` subprocess whose output is collected as it comes. */
 function startWatch(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
@@ -199,6 +199,30 @@ describe("skills build --watch", () => {
     const cache = await readFile(join(dir, "node_modules/.cache/skillbake/skills.config.mjs.json"), "utf8");
     expect(cache).toContain('"skills/alpha/SKILL.md"');
   }, 120_000);
+
+  it("answers its first build with the last compilation when nothing changed since it (not compiling), then rebuilds edits", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+      "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks."),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2100)); // settled: the build keeps its compilation
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    // Without the build cache, compiling would parse both SKILL.md files again; the kept compilation parses none.
+    await rm(join(dir, "node_modules/.cache/skillbake/skills.config.json.json"));
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+    expect(output()).toContain("Bundle is up to date (1 agent, 2 skills)");
+    expect(output()).toMatch(/Built in \d+ ms \(0 of 2 SKILL\.md parsed\)/);
+
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+    await waitFor(async () => (await prompt()).includes("Drafts alpha reports, edited."), "the edit in the bundle", output);
+    expect(await prompt()).toContain("Runs beta checks.");
+  }, 60_000);
 
   it("exits 2 when the first build cannot load the config", async () => {
     const dir = await tempDir();
