@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
 import { bundleOf, bundleTexts, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
-import type { BodyPlaces } from "../src/compile/cache.js";
+import type { FilePlaces } from "../src/compile/cache.js";
 import { compareBundle } from "../src/bundle/emit.js";
 import { Each, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
@@ -123,8 +123,8 @@ function memorySinks(): { files: Map<string, Buffer>; open: (path: string) => Si
   };
 }
 
-/** An earlier file read from `bytes`, holding its bodies at `places`. */
-const earlierFile = (bytes: Buffer, places: BodyPlaces): EarlierFile => ({
+/** An earlier file read from `bytes`, holding its skills at `places`. */
+const earlierFile = (bytes: Buffer, places: FilePlaces): EarlierFile => ({
   places,
   read: (into, at, length, position) => position + length <= bytes.byteLength && (into.set(bytes.subarray(position, position + length), at), true),
 });
@@ -172,8 +172,9 @@ describe("renderBundle", () => {
     const first = memorySinks();
     const places = renderBundle(bundle, first.open, () => {});
     const one = first.files.get("one.js")!;
-    expect(one.subarray(...places.get("one.js")!.h1!.map((n, i, [offset]) => (i === 0 ? n : offset! + n))).toString()).toBe('"s\\u00e9cond"');
-    expect(places.get("only-second.json")).toEqual({ h1: [0, Buffer.byteLength('"sécond"')] });
+    const [offset, length] = places.get("one.js")!.bodies.h1!;
+    expect(one.subarray(offset, offset + length).toString()).toBe('"s\\u00e9cond"');
+    expect(places.get("only-second.json")).toEqual({ entries: {}, bodies: { h1: [0, Buffer.byteLength('"sécond"')] } });
     expect(places.has("two.js")).toBe(false); // a twin is linked, not written
 
     // The second body changed (a SKILL.md of another hash); the first is copied from the earlier one.js.
@@ -187,29 +188,49 @@ describe("renderBundle", () => {
     expect(second.files.get("manifest.json")!.toString()).toBe(bundleTexts(next).get("manifest.json"));
   });
 
-  it("gives the same bytes with or without an earlier bundle to copy from, whatever the bodies and whichever changed", () => {
-    // A manifest-like file (bodies as they are) and a module-like one (ASCII only), a body at a time between text.
-    const files = (count: number): Bundle["files"] => [
-      { path: "m.json", parts: Array.from({ length: count }, (_, body) => [`{"n":${body},"b":`, { body, ascii: false }, "}\n"]).flat() },
-      { path: "m.js", parts: Array.from({ length: count }, (_, body) => [`f(${body},`, { body, ascii: true }, ");"]).flat() },
-    ];
-    const bodyText = fc.string({ unit: fc.constantFrom("a", "é", "𝄞", '"', "\\", "\n", "\u0001", "\ud800", "*/", " ") });
+  it("gives the same bytes with or without an earlier bundle to copy from, whatever the skills and whichever changed", () => {
+    // A manifest-like file (bodies as they are) and a module-like one (ASCII only), each skill an entry whose text
+    // shows its metadata (`meta`, part of its key) and its body; and a file of bare bodies.
+    type Skill = { meta: string; hash: string; text: string };
+    const bundleOf = (skills: Skill[]): Bundle => {
+      const entry = (index: number, ascii: boolean, open: string, close: string) => ({
+        entry: `${ascii}:${index}:${skills[index]!.meta}:${skills[index]!.hash}`,
+        body: index,
+        parts: [`${open}${JSON.stringify(skills[index]!.meta)},`, { body: index, ascii }, close],
+      });
+      return {
+        bodies: skills.map(({ hash, text }) => ({ hash, text: () => text })),
+        files: [
+          { path: "m.json", parts: skills.flatMap((_, index) => [entry(index, false, `{"n":${index},"m":`, "}"), "\n"]) },
+          { path: "m.js", parts: skills.flatMap((_, index) => [entry(index, true, `f(${index},`, ");")]) },
+          { path: "b.json", parts: skills.map((_, body) => ({ body, ascii: false })) },
+        ],
+      };
+    };
+    const text = fc.string({ unit: fc.constantFrom("a", "é", "𝄞", '"', "\\", "\n", "\u0001", "\ud800", "*/", " ") });
+    const change = fc.record({ text, edited: text, bodyChanged: fc.boolean(), meta: fc.constantFrom("a", "b"), metaChanged: fc.boolean() });
     fc.assert(
-      fc.property(fc.array(fc.tuple(bodyText, bodyText, fc.boolean()), { minLength: 1, maxLength: 12 }), (skills) => {
-        // `h<i>` is the SKILL.md of the first text; a changed skill (its flag set) has another hash and the second text.
-        const before: Bundle = { files: files(skills.length), bodies: skills.map(([text], index) => ({ hash: `h${index}`, text: () => text })) };
-        const after: Bundle = { files: files(skills.length), bodies: skills.map(([text, edited, changed], index) => (changed ? { hash: `e${index}`, text: () => edited } : { hash: `h${index}`, text: () => text })) };
+      fc.property(fc.array(change, { minLength: 1, maxLength: 12 }), (changes) => {
+        const before = changes.map(({ text, meta }, index): Skill => ({ meta, hash: `h${index}`, text }));
+        const after = changes.map(({ text, edited, bodyChanged, meta, metaChanged }, index): Skill => ({
+          meta: metaChanged ? `${meta}!` : meta,
+          hash: bodyChanged ? `e${index}` : `h${index}`,
+          text: bodyChanged ? edited : text,
+        }));
         const first = memorySinks();
-        const places = renderBundle(before, first.open, () => {});
-        const copied = memorySinks();
+        const places = renderBundle(bundleOf(before), first.open, () => {});
         const read: string[] = [];
-        const counted: Bundle = { ...after, bodies: after.bodies.map((body) => ({ hash: body.hash, text: () => (read.push(body.hash), body.text()) })) };
-        renderBundle(counted, copied.open, () => {}, (path) => earlierFile(first.files.get(path)!, places.get(path)!));
+        const counted = bundleOf(after);
+        counted.bodies = counted.bodies.map((body) => ({ hash: body.hash, text: () => (read.push(body.hash), body.text()) }));
+        const copied = memorySinks();
+        const copiedPlaces = renderBundle(counted, copied.open, () => {}, (path) => earlierFile(first.files.get(path)!, places.get(path)!));
         const fresh = memorySinks();
-        renderBundle(after, fresh.open, () => {});
-        for (const path of ["m.json", "m.js"]) expect(copied.files.get(path)!.equals(fresh.files.get(path)!)).toBe(true);
-        // Only the changed bodies were read (once, for both files).
-        expect(read).toEqual(skills.flatMap(([, , changed], index) => (changed ? [`e${index}`] : [])));
+        const freshPlaces = renderBundle(bundleOf(after), fresh.open, () => {});
+        for (const path of ["m.json", "m.js", "b.json"]) expect(copied.files.get(path)!.equals(fresh.files.get(path)!)).toBe(true);
+        // Where the copies say each skill is, is where a fresh bundle has it.
+        expect(copiedPlaces).toEqual(freshPlaces);
+        // Only the changed bodies were read (once, for all three files).
+        expect(read).toEqual(changes.flatMap(({ bodyChanged }, index) => (bodyChanged ? [`e${index}`] : [])));
       }),
     );
   });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -54,17 +55,20 @@ describe("build cache: stat signatures", () => {
     expect(again.written).toBe(false);
   });
 
-  it("a bundle rewritten from unchanged files (a config edit) reads their bodies then, and equals a build without the cache", async () => {
+  it("a bundle rewritten from unchanged files (a config edit) copies their bodies from the bundle it replaces, and equals a build without the cache", async () => {
     const dir = settled[1]!;
     await writeFile(join(dir, "skills.config.json"), JSON.stringify({ location: "absolute", agents: { main: { skills: [{ root: "skills" }] } } }));
     const edited = await run(dir);
     expect(edited.cache).toMatchObject({ hashed: 0, unchanged: 4 });
     expect(edited.written).toBe(true);
-    const withCache = manifest(dir);
-    expect(withCache).toContain("Steps for alpha.");
+    // Every entry shows a new location, so each is made again; the bodies in them are the bundle's own.
+    expect(edited.agents[0]!.skills.map(bodyRead)).toEqual([false, false]);
+    const withCache = bundleFiles(dir);
+    expect(withCache["manifest.json"]).toContain("Steps for alpha.");
+    expect(withCache["manifest.json"]).toContain(join(dir, "skills/alpha/SKILL.md"));
     await rm(join(dir, "node_modules"), { recursive: true });
     expect((await run(dir)).cache).toMatchObject({ hashed: 4, unchanged: 0 });
-    expect(manifest(dir)).toBe(withCache);
+    expect(bundleFiles(dir)).toEqual(withCache);
   });
 
   it("one SKILL.md edited in place (its folder unchanged, so not listed): only it is read again, and the bundle has its new body", async () => {
@@ -93,8 +97,15 @@ describe("build cache: stat signatures", () => {
 
     const edited = await rebuild("# alpha\n\nSteps, edited.");
     expect(edited.result.written).toBe(true);
-    expect(edited.read).toBe(false); // beta's body came from the bundle replaced, not from its SKILL.md
+    expect(edited.read).toBe(false); // beta's entry, body and all, came from the bundle replaced, not from its SKILL.md
     expect(manifest(dir)).toContain("Steps, edited.");
+
+    // A file of beta's edited: its entry is made again (the file's new sha256 in it), its body still copied.
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
+    const resource = await rebuild("# alpha\n\nSteps, edited again.");
+    expect(resource.read).toBe(false);
+    expect(hashOf(dir, "beta", "references/guide.md")).toBe(createHash("sha256").update("# Guide, edited\n").digest("hex"));
 
     // The module edited by hand: beta's body is read for it again (the manifest's copy is still good).
     await writeFile(join(dir, "dist/skills/index.js"), readFileSync(join(dir, "dist/skills/index.js"), "utf8").replace("Steps for beta.", "Steps for BETA."));
@@ -170,6 +181,28 @@ describe("build cache: stat signatures", () => {
     const edit = () => writeFileSync(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks.", "Edited during the build."));
     const edited = await compile(loaded, { cache: BuildCache.open(loaded), afterDiscovery: edit });
     expect(() => bundleTexts(bundleOf(edited))).toThrow("cannot read skills/beta/SKILL.md: it changed during the build; build again");
+  });
+});
+
+describe("build cache: entries copied from the bundle replaced", () => {
+  it("a `frontmatter` schema's transform edited: each entry shows the fields it outputs now, though no SKILL.md changed", async () => {
+    const dir = await tempDir();
+    const config = (transform: string) => `import { defineConfig, z } from "skillbake";
+export default defineConfig({ location: "relative", frontmatter: z.object({ owner: z.string().transform((owner) => owner.${transform}()) }), agents: { main: { skills: [{ root: "skills" }] } } });
+`;
+    await writeTree(dir, {
+      "skills.config.ts": config("toUpperCase"),
+      "skills/alpha/SKILL.md": "---\nname: alpha\ndescription: Drafts alpha reports.\nowner: Platform\n---\n\n# alpha\n",
+    });
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    const entries = () => readFileSync(join(dir, "dist/skills/manifest.json"), "utf8") + readFileSync(join(dir, "dist/skills/index.js"), "utf8");
+    await run(dir);
+    expect(entries()).toContain('"owner":"PLATFORM"');
+    await writeFile(join(dir, "skills.config.ts"), config("toLowerCase"));
+    const after = await run(dir);
+    expect(after.written).toBe(true);
+    expect(entries()).not.toContain("PLATFORM");
+    expect(entries()).toContain('"owner":"platform"');
   });
 });
 

@@ -5,10 +5,10 @@ import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, MANIFEST_SCHEMA_URL, SCHEMA_VERSION, type Manifest } from "./manifest.js";
-import { moduleFiles, placedElsewhere } from "./module.js";
-import { asciiOnly, Each, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type Part } from "./parts.js";
+import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
+import { asciiOnly, Each, Entry, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
-import type { BodyPlaces } from "../compile/cache.js";
+import type { FilePlaces } from "../compile/cache.js";
 import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
 
@@ -106,20 +106,24 @@ export function bundleOf(compilation: Compilation): Bundle {
     generator: GENERATOR,
     agents,
     // Keys in sorted order, as the manifest has them: written without a sorted copy.
-    skills: new Each(ordered, (skill, index) => ({
-      baseDir: skill.baseDir,
-      body: new Slot({ body: index, ascii: false }),
-      description: skill.description,
-      extra: skill.extra,
-      fields: skill.fields,
-      file: skill.file,
-      files: skill.files,
-      hash: skill.hash,
-      location: skill.location,
-      name: skill.name,
-      ...(skill.staged ? { staged: skill.staged } : {}),
-      structure: summarizeStructure(skill.files),
-    })),
+    skills: new Each(
+      ordered,
+      (skill, index) =>
+        new Entry(entryKey(skill, compilation.config.config.frontmatter !== undefined), index, {
+          baseDir: skill.baseDir,
+          body: new Slot({ body: index, ascii: false }),
+          description: skill.description,
+          extra: skill.extra,
+          fields: skill.fields,
+          file: skill.file,
+          files: skill.files,
+          hash: skill.hash,
+          location: skill.location,
+          name: skill.name,
+          ...(skill.staged ? { staged: skill.staged } : {}),
+          structure: summarizeStructure(skill.files),
+        }),
+    ),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
     hashes: { inputs, outputs },
@@ -209,28 +213,29 @@ const HASH_PLACEHOLDER = Buffer.from("0".repeat(64), "latin1");
 const CHUNK_BYTES = 1 << 18;
 
 /**
- * A file of the bundle as the last build wrote it, still untouched (see `earlierFiles` in emit.ts): where it holds each body,
- * and a read of its bytes. Returns false when fewer than `length` bytes could be read.
+ * A file of the bundle as the last build wrote it, still untouched (see `earlierFiles` in emit.ts): where it holds
+ * each skill's entry and body, and a read of its bytes, false when fewer than `length` bytes could be read.
  */
 export interface EarlierFile {
-  places: BodyPlaces;
+  places: FilePlaces;
   read(into: Uint8Array, at: number, length: number, position: number): boolean;
 }
 
 /**
- * Streams the bundle's files into sinks and returns where each file holds each body. The files advance together,
+ * Streams the bundle's files into sinks and returns where each file holds each skill. The files advance together,
  * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
- * text and no second copy of the bodies is ever in memory. A body that `earlier`'s version of the same file holds
- * (the same SKILL.md bytes, escaped for that file) is copied from there instead: neither read from its SKILL.md nor
- * escaped again. A hash part is written as a string of zeros and patched once the file it names is complete. A
- * file the same as another is handed to `same` once that one ended.
+ * text and no second copy of the bodies is ever in memory. What `earlier`'s version of the same file holds is
+ * copied from there instead of made again: a skill's whole entry, where one of the same key is there; else its
+ * body, where the same SKILL.md's is (escaped for that file), neither read from the SKILL.md nor escaped again.
+ * A hash part is written as a string of zeros and patched once the file it names is complete. A file the same as
+ * another is handed to `same` once that one ended.
  */
 export function renderBundle(
   bundle: Bundle,
   open: (path: string) => Sink,
   same: (path: string, sameAs: string) => void,
   earlier: (path: string) => EarlierFile | undefined = () => undefined,
-): Map<string, BodyPlaces> {
+): Map<string, FilePlaces> {
   const writers = new Map<string, FileWriter>();
   const twins: { path: string; sameAs: string }[] = [];
   for (const file of bundle.files) {
@@ -261,17 +266,20 @@ export function renderBundle(
     writer.sink.end();
   }
   for (const { path, sameAs } of twins) same(path, sameAs);
-  return new Map([...writers].flatMap(([path, writer]) => (Object.keys(writer.places).length > 0 ? [[path, writer.places] as const] : [])));
+  const holdsSkills = ({ entries, bodies }: FilePlaces) => Object.keys(entries).length > 0 || Object.keys(bodies).length > 0;
+  return new Map([...writers].flatMap(([path, writer]) => (holdsSkills(writer.places) ? [[path, writer.places] as const] : [])));
 }
 
 /** One file's parts on their way to its sink: encoded into a chunk, hashed, and written a chunk at a time. */
 class FileWriter {
   readonly hashSlots: { offset: number; of: string }[] = [];
-  /** Where this file holds each body, by SKILL.md sha256 (patching a hash in moves nothing: it has the placeholder's length). */
-  readonly places: BodyPlaces = Object.create(null) as BodyPlaces;
-  private readonly parts: Iterator<Part>;
-  /** A body part taken from `parts` before its body's turn. */
-  private waiting: BodyPart | undefined;
+  /** Where this file holds each skill (patching a hash in moves nothing: it has the placeholder's length). */
+  readonly places: FilePlaces = { entries: Object.create(null) as FilePlaces["entries"], bodies: Object.create(null) as FilePlaces["bodies"] };
+  private parts: Iterator<Part>;
+  /** While an entry is made from its parts: the file's parts after it, its key, and where it began. */
+  private outer: { parts: Iterator<Part>; entry: string; start: number } | undefined;
+  /** A body or entry part taken from `parts` before its body's turn. */
+  private waiting: BodyPart | EntryPart | undefined;
   private offset = 0;
   private filled = 0;
   private readonly chunk = Buffer.allocUnsafe(CHUNK_BYTES);
@@ -296,20 +304,43 @@ class FileWriter {
         this.hashSlots.push({ offset: this.offset, of: part.sha256Of });
         this.emit(HASH_PLACEHOLDER, true);
         this.text('"');
-      } else if (part.body === body) {
-        const start = this.offset + this.filled;
-        if (!this.copyEarlier(hash)) this.text(bodyText(part));
-        this.places[hash] = [start, this.offset + this.filled - start];
       } else if (part.body > body) {
         this.waiting = part;
         return;
-      } else throw new Error(`skillbake: body ${part.body} is out of order in a bundle file`);
+      } else if (part.body < body) throw new Error(`skillbake: body ${part.body} is out of order in a bundle file`);
+      else if ("entry" in part) this.entry(part, hash);
+      else {
+        const start = this.at();
+        if (!this.copyEarlier(this.earlier?.places.bodies, hash)) this.text(bodyText(part));
+        this.places.bodies[hash] = [start, this.at() - start];
+      }
     }
   }
 
-  /** Copies the body of `hash` from the earlier version of this file, if that holds it and it fits a chunk. */
-  private copyEarlier(hash: string): boolean {
-    const place = this.earlier && Object.hasOwn(this.earlier.places, hash) ? this.earlier.places[hash] : undefined;
+  /** Copies a skill's entry (holding the body of `hash`) from the earlier file, or goes on with the parts that make it. */
+  private entry(part: EntryPart, hash: string): void {
+    const start = this.at();
+    const earlier = this.earlier?.places;
+    if (this.copyEarlier(earlier?.entries, part.entry)) {
+      this.places.entries[part.entry] = [start, this.at() - start];
+      // The body inside it moved with it, if the earlier file's body of that hash was inside that entry.
+      const [entryAt, entryLength] = earlier!.entries[part.entry]!;
+      const body = Object.hasOwn(earlier!.bodies, hash) ? earlier!.bodies[hash] : undefined;
+      if (Array.isArray(body) && body[0] >= entryAt && body[0] + body[1] <= entryAt + entryLength) this.places.bodies[hash] = [start + body[0] - entryAt, body[1]];
+      return;
+    }
+    this.outer = { parts: this.parts, entry: part.entry, start };
+    this.parts = part.parts[Symbol.iterator]();
+  }
+
+  /** Bytes of the file so far, written or in the chunk. */
+  private at(): number {
+    return this.offset + this.filled;
+  }
+
+  /** Copies the bytes of `key`'s place (in `places`, of the earlier version of this file), if there is one and it fits a chunk. */
+  private copyEarlier(places: Record<string, [number, number]> | undefined, key: string): boolean {
+    const place = places && Object.hasOwn(places, key) ? places[key] : undefined;
     if (!Array.isArray(place)) return false;
     const [position, length] = place;
     if (!(length <= CHUNK_BYTES)) return false;
@@ -320,7 +351,14 @@ class FileWriter {
   }
 
   private next(): Part | undefined {
-    const next = this.parts.next();
+    let next = this.parts.next();
+    if (next.done && this.outer) {
+      // An entry made from its parts ended: where it is, then the file's parts after it.
+      this.places.entries[this.outer.entry] = [this.outer.start, this.at() - this.outer.start];
+      this.parts = this.outer.parts;
+      this.outer = undefined;
+      next = this.parts.next();
+    }
     return next.done ? undefined : next.value;
   }
 

@@ -4,7 +4,7 @@ import { link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unli
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
-import { bundleFileSignature, type BodyPlaces, type BundleRecord } from "../compile/cache.js";
+import { bundleFileSignature, type BundleRecord, type FilePlaces } from "../compile/cache.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
@@ -36,7 +36,7 @@ export class OutDirLockedError extends OutputError {
  * - `earlier`, the record of the bundle the last build wrote here: each body one of its files still holds,
  *   untouched, is copied from there (see `earlierFiles`). Returns where each new file holds each body.
  */
-export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig, earlier?: BundleRecord): Promise<Map<string, BodyPlaces>> {
+export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig, earlier?: BundleRecord): Promise<Map<string, FilePlaces>> {
   try {
     await assertSafeOutDir(outDir, config);
     await mkdir(dirname(outDir), { recursive: true });
@@ -79,7 +79,7 @@ async function removeLeftover(path: string): Promise<void> {
  * Streams the bundle's files into `folder` (see `renderBundle`). Synchronous: the writes go to the page cache,
  * where a call costs less than a trip through the thread pool. A file the same as another is a hard link to it.
  */
-function writeFiles(folder: string, bundle: Bundle, earlier: (path: string) => EarlierFile | undefined): Map<string, BodyPlaces> {
+function writeFiles(folder: string, bundle: Bundle, earlier: (path: string) => EarlierFile | undefined): Map<string, FilePlaces> {
   const open = new Set<number>();
   try {
     return renderBundle(
@@ -132,10 +132,10 @@ function earlierFiles(outDir: string, record: BundleRecord | undefined): { file:
   const opened = new Map<string, number>();
   const file = (path: string): EarlierFile | undefined => {
     // The record comes from the cache file: checked for its shape, as everything read from there.
-    const { bodies, paths } = record?.outDir === outDir ? record : {};
-    const places = isObject(bodies) && Object.hasOwn(bodies, path) ? bodies[path] : undefined;
+    const { places: byPath, paths } = record?.outDir === outDir ? record : {};
+    const places = isObject(byPath) && Object.hasOwn(byPath, path) ? byPath[path] : undefined;
     const signature = isObject(paths) && Object.hasOwn(paths, path) ? paths[path] : undefined;
-    if (!isObject(places) || typeof signature !== "string") return undefined;
+    if (!isObject(places) || !isObject(places.entries) || !isObject(places.bodies) || typeof signature !== "string") return undefined;
     let fd: number;
     try {
       fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);

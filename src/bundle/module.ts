@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
+import { sha256Hex } from "../compile/resources.js";
 import { asciiOnly, jsonParts, jsonText, lazyParts, MODULE_STYLE, Slot, type BundleFile, type Part } from "./parts.js";
 import type { AgentData, SkillFile, SkillTable } from "../runtime/helpers.js";
 
@@ -24,14 +25,14 @@ export function moduleFiles(compilation: Compilation, bundled: readonly AgentSki
     // The modules are ESM in `.js` files: this makes them so inside any project, even one whose package.json
     // says "type": "commonjs" (npm init's default), for Node and for TypeScript's module detection alike.
     { path: "package.json", parts: [`{\n  "type": "module"\n}\n`] },
-    { path: "index.js", parts: moduleJs(header, compilation.agents, bundled, invocable) },
+    { path: "index.js", parts: moduleJs(header, compilation.agents, bundled, invocable, frontmatter !== undefined) },
     { path: "index.d.ts", parts: [header + moduleDts(compilation.agents, customFields, invocable)] },
   ];
   // With a single agent, its module is index.js itself.
   const single = compilation.agents.length === 1;
   for (const agent of compilation.agents) {
     files.push(
-      single ? { path: `agents/${agent.id}.js`, sameAs: "index.js" } : { path: `agents/${agent.id}.js`, parts: moduleJs(header, [agent], bundled, invocable) },
+      single ? { path: `agents/${agent.id}.js`, sameAs: "index.js" } : { path: `agents/${agent.id}.js`, parts: moduleJs(header, [agent], bundled, invocable, frontmatter !== undefined) },
       single ? { path: `agents/${agent.id}.d.ts`, sameAs: "index.d.ts" } : { path: `agents/${agent.id}.d.ts`, parts: [header + moduleDts([agent], customFields, invocable)] },
     );
   }
@@ -42,7 +43,7 @@ export function moduleFiles(compilation: Compilation, bundled: readonly AgentSki
 type Invocable = ReadonlyMap<CompiledAgent, string[]>;
 
 /** A module's code after `header`: the runtime, then the agents' data; each SKILL.md once, in the bundle's body order. */
-function moduleJs(header: string, agents: readonly CompiledAgent[], bundled: readonly AgentSkill[], invocable: Invocable): Iterable<Part> {
+function moduleJs(header: string, agents: readonly CompiledAgent[], bundled: readonly AgentSkill[], invocable: Invocable, frontmatterSchema: boolean): Iterable<Part> {
   const agentData: Record<string, AgentData> = {};
   const unique = new Map<string, AgentSkill>();
   for (const agent of agents) {
@@ -83,13 +84,36 @@ function moduleJs(header: string, agents: readonly CompiledAgent[], bundled: rea
   return lazyParts(function* () {
     yield `${header}${__SKILLBAKE_RUNTIME__}\nconst SKILL_FILES = [\n`;
     for (let index = 0; index < skills.length; index++) {
-      yield "  function () { return ";
-      yield* jsonParts(skillFile(skills[index]!, new Slot({ body: bodies[index]!, ascii: true })), MODULE_STYLE);
-      yield "; },\n";
+      const skill = skills[index]!;
+      const body = bodies[index]!;
+      const record = lazyParts(function* () {
+        yield "  function () { return ";
+        yield* jsonParts(skillFile(skill, new Slot({ body, ascii: true })), MODULE_STYLE);
+        yield "; },\n";
+      });
+      yield { entry: entryKey(skill, frontmatterSchema), body, parts: record };
     }
     yield `];\n\nfunction skillTable() {\n  return {\n    names: ${jsLiteral(skills.map((skill) => skill.name))},\n    files: SKILL_FILES,\n    agents: ${jsLiteral(skillsByAgent)},\n  };\n}\n\nconst AGENTS = ${jsLiteral(agentData)};\n\n`;
     yield "export const { agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool } = createRuntime(AGENTS, skillTable);\nexport { SkillError };\n";
   });
+}
+
+const entryKeys = new WeakMap<AgentSkill, string>();
+
+/**
+ * A digest of all that a skill's entry in the manifest and its record in a module show, so that the next bundle
+ * can copy an entry of the same key: its SKILL.md (its path and the sha256 of its bytes, which give its name,
+ * description, fields, extra and body under the parse settings that key the build cache the entries' places are
+ * kept in), where it is placed (location, base folder, staged copy) and its other files (path, size, sha256); with
+ * a `frontmatter` schema, also the fields it output, as its transforms are code.
+ */
+export function entryKey(skill: AgentSkill, frontmatterSchema: boolean): string {
+  let key = entryKeys.get(skill);
+  if (key === undefined) {
+    key = sha256Hex(JSON.stringify([skill.file, skill.hash, skill.location, skill.baseDir, skill.staged ?? null, skill.files, frontmatterSchema ? skill.fields : null]));
+    entryKeys.set(skill, key);
+  }
+  return key;
 }
 
 /**

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
  * the bundle. Bodies are most of a bundle's bytes and appear in the manifest and in every module that holds the
  * skill: as parts, each is escaped once and never held inside a whole file's text (see `renderBundle`).
  */
-export type Part = string | BodyPart | HashPart;
+export type Part = string | BodyPart | HashPart | EntryPart;
 
 /** `Bundle.bodies[index]` as a JSON string literal; `ascii`: with non-ASCII characters \u-escaped (the modules). */
 export interface BodyPart {
@@ -21,6 +21,26 @@ export interface BodyPart {
 /** The sha256 of the bundle file at `sha256Of`, as a JSON string of 64 hex digits. */
 export interface HashPart {
   sha256Of: string;
+}
+
+/**
+ * One skill's whole entry in a file (its record in the manifest, its function in a module): made from `parts`,
+ * which hold the body `body`, unless the file's earlier version holds an entry of the same `entry` key (a digest of
+ * all an entry shows), which is then copied whole.
+ */
+export interface EntryPart {
+  entry: string;
+  body: number;
+  parts: Iterable<Part>;
+}
+
+/** An `Each` element that is a skill's entry: written as an `EntryPart` whose parts are the element's JSON. */
+export class Entry {
+  constructor(
+    readonly key: string,
+    readonly body: number,
+    readonly value: unknown,
+  ) {}
 }
 
 export type BundleFile =
@@ -105,7 +125,9 @@ function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Gener
   const newline = style.indent ? `\n${"  ".repeat(depth)}` : "";
   for (let index = 0; index < each.items.length; index++) {
     yield `${index === 0 ? "[" : ","}${newline}`;
-    yield* jsonParts(each.map(each.items[index]!, index), style, depth);
+    const element = each.map(each.items[index]!, index);
+    if (element instanceof Entry) yield { entry: element.key, body: element.body, parts: lazyParts(() => jsonParts(element.value, style, depth)) };
+    else yield* jsonParts(element, style, depth);
   }
   yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
 }

@@ -41,12 +41,17 @@ export interface BundleRecord {
   fingerprint: string;
   /** Each file and folder written, relative to outDir, with its stat signature right after writing (`bundleFileSignature`). */
   paths: Record<string, string>;
-  /** Where each file holding bodies holds each, by path: what the next bundle copies instead of escaping a body again. */
-  bodies?: Record<string, BodyPlaces>;
+  /** Where each file holding skills holds each skill's entry and body, by path: what the next bundle copies instead of making them again. */
+  places?: Record<string, FilePlaces>;
 }
 
-/** Where a bundle file holds each body, by the sha256 of its SKILL.md: the offset and length, in bytes, of its escaped text. */
-export type BodyPlaces = Record<string, [offset: number, length: number]>;
+/** Where a bundle file holds what it holds of each skill: the offset and length, in bytes, of its text. */
+export interface FilePlaces {
+  /** Each skill's entry (its manifest record, its module function), by `entryKey`. */
+  entries: Record<string, [offset: number, length: number]>;
+  /** Each body, escaped for the file, by the sha256 of its SKILL.md. */
+  bodies: Record<string, [offset: number, length: number]>;
+}
 
 /** A skill file (SKILL.md or another) as a build found and hashed it. */
 interface FileRecord {
@@ -277,8 +282,8 @@ export class BuildCache {
     return isCurrentBundle(this.previous.bundle, outDir, fingerprint);
   }
 
-  /** Records the bundle just written: every file (and the folders holding them) with its stat signature, and where its files hold each body. */
-  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, bodies: ReadonlyMap<string, BodyPlaces>): void {
+  /** Records the bundle just written: every file (and the folders holding them) with its stat signature, and where its files hold each skill. */
+  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, places: ReadonlyMap<string, FilePlaces>): void {
     const paths: Record<string, string> = {};
     const add = (path: string) => {
       const signature = statSignature(join(outDir, path));
@@ -289,7 +294,7 @@ export class BuildCache {
       for (let slash = file.indexOf("/"); slash >= 0; slash = file.indexOf("/", slash + 1)) if (!(file.slice(0, slash) in paths)) add(file.slice(0, slash));
       add(file);
     }
-    this.next.bundle = { outDir, fingerprint, paths, bodies: Object.fromEntries(bodies) };
+    this.next.bundle = { outDir, fingerprint, paths, places: Object.fromEntries(places) };
     this.dirty = true;
   }
 

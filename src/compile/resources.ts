@@ -48,10 +48,10 @@ export function hashOpenFile(fd: number, expectedSize?: number): { size: number;
 }
 
 /** Node's one-shot digest (20.12 and later): for small inputs, several times faster than a Hash object. */
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array | string, encoding: "hex") => string }).hash;
 
-/** The sha256 of `bytes`, in hex. */
-export function sha256Hex(bytes: Uint8Array): string {
+/** The sha256 of `bytes` (a string as UTF-8), in hex. */
+export function sha256Hex(bytes: Uint8Array | string): string {
   return oneShotHash ? oneShotHash("sha256", bytes, "hex") : crypto.createHash("sha256").update(bytes).digest("hex");
 }
 

@@ -71,7 +71,7 @@ export function saveSnapshot(compilation: Compilation, cache: BuildCache): void 
   const stored: StoredCompilation = { agents: compilation.agents, diagnostics: compilation.diagnostics, inputs: compilation.inputs };
   // The result first: an inputs file is never read with another build's result (the key names the fingerprint).
   writeCacheFile(files.result, FORMAT, `${key}:${bundle.fingerprint}`, JSON.stringify(stored));
-  // Where its files hold the bodies is the build cache's business: this file only tells that the bundle is untouched.
+  // Where its files hold each skill is the build cache's business: this file only tells that the bundle is untouched.
   const { outDir: bundleDir, fingerprint, paths } = bundle;
   writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs, bundle: { outDir: bundleDir, fingerprint, paths } } satisfies InputsFile));
 }
