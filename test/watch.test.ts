@@ -149,6 +149,36 @@ describe("skills build --watch", () => {
     expect(await watch.exited).toBe(0);
   }, 120_000);
 
+  it("a folder of skills replaced by another of the same name: its skills are built, and edits in the new folders seen", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/area/group/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    });
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+
+    // The new folders have the old ones' names, not their identities: the old watches follow the folders moved away.
+    await writeTree(dir, { "area-new/group/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports, replaced.") });
+    await rename(join(dir, "skills/area"), join(dir, "area-old"));
+    await rename(join(dir, "area-new"), join(dir, "skills/area"));
+    await waitFor(async () => (await prompt()).includes("replaced."), "the replaced folder in the bundle", output);
+
+    await writeFile(join(dir, "skills/area/group/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited in the new folder."));
+    await waitFor(async () => (await prompt()).includes("edited in the new folder"), "an edit in the new folder in the bundle", output);
+    // The old folder, moved out of the root, is not watched: an edit there builds nothing.
+    const mark = output().length;
+    await writeFile(join(dir, "area-old/group/alpha/SKILL.md"), skillMd("alpha", "Edited where nobody looks."));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(output().slice(mark)).not.toContain("Changed:");
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
   it("a rebuild refused by another build's lock is tried again", async () => {
     const { dir, watch, output, prompt } = await watchedProject();
 

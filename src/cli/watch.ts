@@ -133,15 +133,15 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
       error = caught;
     }
     const ms = performance.now() - start;
-    if (result && !signal.aborted) follow(result);
+    if (result && !signal.aborted) follow(result, changed);
     const retryInMs = error instanceof OutDirLockedError && changed.length > 0 ? LOCK_RETRY_MS : undefined;
     if (retryInMs !== undefined) for (const path of changed) pending.add(path);
     await onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
     return retryInMs;
   };
 
-  /** Watches what this build read, and stops watching what it no longer reads. */
-  const follow = (result: BuildResult) => {
+  /** Watches what this build read, and stops watching what it no longer reads; `changed`: what started the build. */
+  const follow = (result: BuildResult, changed: readonly string[]) => {
     outDir = result.outDir;
     skillFolders = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir)));
     const allRoots = Object.values(result.config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, result.config.dir)));
@@ -152,10 +152,12 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     for (const folder of result.inputs.folders) if (!isOwnOutput(folder)) interest(folder).walked = true;
     // A root's parent, for the root's name: a root that goes away and comes back (a branch switch) is seen.
     for (const file of [...result.config.inputs, ...result.inputs.files, ...allRoots]) interest(dirname(file)).names.add(basename(file));
+    // Only a folder at or below a changed path can have been replaced by another since it was watched.
+    const mayBeReplaced = (folder: string) => changed.some((path) => folder === path || folder.startsWith(path + sep));
     for (const [folder, entry] of watched) {
       // A folder replaced by another of the same name (moved away and back, checked out anew) is watched anew:
       // the old watch follows the old folder wherever it went.
-      if (wanted.has(folder) && identityOf(folder) === entry.identity) continue;
+      if (wanted.has(folder) && (!mayBeReplaced(folder) || identityOf(folder) === entry.identity)) continue;
       entry.watcher.close();
       watched.delete(folder);
     }
