@@ -329,6 +329,7 @@ class FileWriter {
       if (Array.isArray(body) && body[0] >= entryAt && body[0] + body[1] <= entryAt + entryLength) this.places.bodies[hash] = [start + body[0] - entryAt, body[1]];
       return;
     }
+    if (this.outer) throw new Error("skillbake: a skill's entry inside another in a bundle file");
     this.outer = { parts: this.parts, entry: part.entry, start };
     this.parts = part.parts[Symbol.iterator]();
   }
