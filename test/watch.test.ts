@@ -31,12 +31,12 @@ afterEach(() => {
   for (const child of running.splice(0)) child.kill("SIGKILL");
 });
 
-/** A project with one skill, alpha, watched through its first build. */
-async function watchedProject() {
+/** A project with one skill, alpha (at `skill`, under the root `skills`), watched through its first build. */
+async function watchedProject(skill = "skills/alpha/SKILL.md") {
   const dir = await tempDir();
   await writeTree(dir, {
     "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
-    "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    [skill]: skillMd("alpha", "Drafts alpha reports."),
   });
   const watch = startWatch(dir);
   running.push(watch.child);
@@ -150,16 +150,7 @@ describe("skills build --watch", () => {
   }, 120_000);
 
   it("a folder of skills replaced by another of the same name: its skills are built, and edits in the new folders seen", async () => {
-    const dir = await tempDir();
-    await writeTree(dir, {
-      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
-      "skills/area/group/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
-    });
-    const watch = startWatch(dir);
-    running.push(watch.child);
-    const { output } = watch;
-    await waitFor(() => output().includes("Watching"), "the first build", output);
-    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+    const { dir, watch, output, prompt } = await watchedProject("skills/area/group/alpha/SKILL.md");
 
     // The new folders have the old ones' names, not their identities: the old watches follow the folders moved away.
     await writeTree(dir, { "area-new/group/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports, replaced.") });
