@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { lstatSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -185,6 +186,31 @@ describe("build cache: stat signatures", () => {
 });
 
 describe("build cache: entries copied from the bundle replaced", () => {
+  it("FIFOs in place of the files the last build wrote: not read, nothing hangs", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { one: { skills: [{ root: "skills" }] }, two: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+      "skills/beta/SKILL.md": skillMd("beta", "Runs beta checks."),
+    });
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    await run(dir);
+    // A reader that opened one of them without O_NONBLOCK would wait for a writer for ever.
+    for (const path of ["index.js", "agents/one.js", "agents/two.js"]) {
+      rmSync(join(dir, "dist/skills", path));
+      execFileSync("mkfifo", [join(dir, "dist/skills", path)]);
+    }
+    writeFileSync(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const after = await run(dir);
+    expect(after.written).toBe(true);
+    // beta's entries and body come from the manifest, the one file still as written; the modules make them anew.
+    expect(after.agents[0]!.skills.map(bodyRead)).toEqual([true, true]);
+    for (const path of ["index.js", "agents/one.js", "agents/two.js"]) {
+      expect(lstatSync(join(dir, "dist/skills", path)).isFile()).toBe(true);
+      expect(readFileSync(join(dir, "dist/skills", path), "utf8")).toContain("Runs beta checks.");
+    }
+  });
+
   it("a `frontmatter` schema's transform edited: each entry shows the fields it outputs now, though no SKILL.md changed", async () => {
     const dir = await tempDir();
     const config = (transform: string) => `import { defineConfig, z } from "skillbake";

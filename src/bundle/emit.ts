@@ -124,9 +124,9 @@ const EARLIER_WINDOW_BYTES = 1 << 20;
 
 /**
  * The files of the bundle in `outDir` that `record` says the last build wrote there and that are still untouched,
- * opened (never through a link, only a regular file) and checked by `fstat` against the signature recorded right
- * after writing: a file edited, replaced or swapped since has another and is not used. Each is opened when first
- * asked for; `close` closes them all.
+ * opened as `openBundleFile` opens them (a regular file reached through folders alone) and checked by `fstat`
+ * against the signature recorded right after writing: a file edited, replaced or swapped since has another and is
+ * not used. Each is opened when first asked for; `close` closes them all.
  */
 function earlierFiles(outDir: string, record: BundleRecord | undefined): { file: (path: string) => EarlierFile | undefined; close: () => void } {
   const opened = new Map<string, number>();
@@ -136,15 +136,11 @@ function earlierFiles(outDir: string, record: BundleRecord | undefined): { file:
     const places = isObject(byPath) && Object.hasOwn(byPath, path) ? byPath[path] : undefined;
     const signature = isObject(paths) && Object.hasOwn(paths, path) ? paths[path] : undefined;
     if (!isObject(places) || !isObject(places.entries) || !isObject(places.bodies) || typeof signature !== "string") return undefined;
-    let fd: number;
-    try {
-      fd = openSync(join(outDir, path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    } catch {
-      return undefined;
-    }
+    const found = openBundleFile(outDir, path);
+    if (!("fd" in found)) return undefined;
+    const { fd } = found;
     opened.set(path, fd);
-    const stats = fstatSync(fd, { bigint: true });
-    if (!stats.isFile() || bundleFileSignature(stats) !== signature) return undefined;
+    if (bundleFileSignature(fstatSync(fd, { bigint: true })) !== signature) return undefined;
     // Bodies come in the same order build after build (by SKILL.md path), so the file is read a window at a time,
     // front to back, rather than a body at a time.
     const window = { bytes: Buffer.allocUnsafe(EARLIER_WINDOW_BYTES), start: 0, end: 0 };
