@@ -1,7 +1,7 @@
 // One measured task in a fresh process (spawned by bench/run.mjs). Prints one JSON line:
 // { ms: time of the task itself, after imports, rss: peak resident set size in bytes, ...facts }.
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -72,7 +72,9 @@ async function run() {
         await printed(/Built in .*\n/, from);
         const ms = performance.now() - start;
         if (!/Wrote /.test(stderr.slice(from))) throw new Error(`the watch rebuild did not write the bundle:\n${stderr.slice(from)}`);
-        const peak = readFileSync(`/proc/${watcher.pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/);
+        // Linux only: elsewhere the row has no peak RSS of its own.
+        const status = existsSync(`/proc/${watcher.pid}/status`) ? readFileSync(`/proc/${watcher.pid}/status`, "utf8") : "";
+        const peak = status.match(/VmHWM:\s+(\d+) kB/);
         return { ms, ...(peak ? { watcherRss: Number(peak[1]) * 1024 } : {}) };
       } finally {
         watcher.kill("SIGINT");
@@ -95,4 +97,4 @@ async function run() {
 }
 
 const { watcherRss, ...facts } = await run();
-process.stdout.write(`${JSON.stringify({ ...facts, rss: watcherRss ?? process.resourceUsage().maxRSS * 1024 })}\n`);
+process.stdout.write(`${JSON.stringify({ ...facts, rss: task === "watch" ? watcherRss : process.resourceUsage().maxRSS * 1024 })}\n`);

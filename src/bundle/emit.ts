@@ -4,7 +4,7 @@ import { link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unli
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
-import { bundleFileSignature, type BundleRecord, type FilePlaces } from "../compile/cache.js";
+import { bundleFileSignature, isObject, type BundleRecord, type FilePlaces } from "../compile/cache.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
@@ -33,8 +33,8 @@ export class OutDirLockedError extends OutputError {
  * - The swap is two renames back to back (outDir → `.<outDir>.old-…`, staging → outDir). A build killed
  *   between them leaves no outDir but the complete old bundle beside it; the next build puts it back first,
  *   and removes what killed builds left (see `recoverInterruptedBuild`).
- * - `earlier`, the record of the bundle the last build wrote here: each body one of its files still holds,
- *   untouched, is copied from there (see `earlierFiles`). Returns where each new file holds each body.
+ * - `earlier`, the record of the bundle the last build wrote here: each skill's entry or body that one of its files
+ *   still holds, untouched, is copied from there (see `earlierFiles`). Returns where each new file holds each skill.
  */
 export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig, earlier?: BundleRecord): Promise<Map<string, FilePlaces>> {
   try {
@@ -45,16 +45,20 @@ export async function writeBundle(outDir: string, bundle: Bundle, copies: readon
       await recoverInterruptedBuild(outDir);
       await assertReplaceable(outDir);
       const staging = transientPath(outDir, "tmp");
-      const previous = earlierFiles(outDir, earlier);
       try {
-        const places = writeFiles(staging, bundle, previous.file);
-        previous.close();
+        // The old bundle's files are closed before it is swapped out and removed (Windows removes no open file).
+        const previous = earlierFiles(outDir, earlier);
+        let places: Map<string, FilePlaces>;
+        try {
+          places = writeFiles(staging, bundle, previous.file);
+        } finally {
+          previous.close();
+        }
         await stageCopies(staging, copies);
         const retired = swapIn(staging, outDir);
         if (retired) await removeLeftover(retired);
         return places;
       } finally {
-        previous.close();
         await removeLeftover(staging);
       }
     } finally {
@@ -113,10 +117,6 @@ function writeFiles(folder: string, bundle: Bundle, earlier: (path: string) => E
   } finally {
     for (const fd of open) closeSync(fd);
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null;
 }
 
 /** How much of an earlier bundle file `earlierFiles` reads at a time: more than any body it copies (see `renderBundle`). */

@@ -383,7 +383,8 @@ function isSkillRecord(value: SkillRecord): boolean {
   );
 }
 
-function isObject(value: unknown): boolean {
+/** A JSON object (not an array): what a record read from a cache file must be before its members are used. */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
