@@ -4,7 +4,7 @@ import { lstatSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "nod
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { build } from "../src/api.js";
+import { build, BuildSession, buildInSession } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import { BuildCache } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
@@ -43,7 +43,7 @@ describe("build cache: stat signatures", () => {
   // Projects made up front and left to settle once: a file changed less than 2 s before a build gets no signature.
   const settled: string[] = [];
   beforeAll(async () => {
-    for (let i = 0; i < 8; i++) settled.push(await project());
+    for (let i = 0; i < 9; i++) settled.push(await project());
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     for (const dir of settled) await run(dir);
   }, 30_000);
@@ -123,6 +123,22 @@ describe("build cache: stat signatures", () => {
     expect(linked.read).toBe(true);
     expect(Object.values(bundleFiles(dir)).join("")).not.toContain("outside-the-roots");
   }, 20_000);
+
+  it("a watch session whose first build found the bundle current copies the unchanged bodies from it when it rewrites", async () => {
+    const dir = settled[8]!;
+    // Without the last build's snapshot, the session's first build compiles and finds the bundle current.
+    rmSync(join(dir, "node_modules/.cache/skillbake/skills.config.json.inputs.json"));
+    const session = new BuildSession();
+    const first = await buildInSession({ cwd: dir }, session);
+    expect(first.written).toBe(false);
+    expect(first.cache.reused).toBe(2);
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports.", "# alpha\n\nSteps, edited."));
+    const rebuilt = await buildInSession({ cwd: dir }, session);
+    session.save();
+    expect(rebuilt.written).toBe(true);
+    expect(manifest(dir)).toContain("Steps, edited.");
+    expect(bodyRead(rebuilt.agents[0]!.skills.find((skill) => skill.name === "beta")!)).toBe(false);
+  });
 
   it("two folders swapped (renamed into each other's place): each path's file is hashed again, not taken from the other's record", async () => {
     const dir = settled[3]!;

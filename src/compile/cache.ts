@@ -141,8 +141,10 @@ export class BuildCache {
 
   /** Starts another build on this cache (watch mode): what this build recorded is what the next one reuses. */
   nextBuild(): void {
-    this.previous = this.next;
-    this.next = { ...emptyContents(), ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
+    // A build that found the bundle current recorded none of its own: the one it found is still the last written.
+    const bundle = this.bundle;
+    this.previous = bundle ? { ...this.next, bundle } : this.next;
+    this.next = { ...emptyContents(), ...(bundle ? { bundle } : {}) };
     this.dirty = false;
     this.complete = true;
     this.trustedBefore = nowNs() - RACY_NS;
