@@ -3,7 +3,7 @@ import { join, relative, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
-import { isSameFile, type FileIdentity, type FileStats } from "./resources.js";
+import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
 
 /**
  * Files (and folders) one skill folder may list, counting each path links lead to: links that fan out into a
@@ -129,7 +129,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       findings.push({ code: "path-unreadable", file: display(path), message: `${display(path)} ${describePathError(path, error, "cannot be read")}; ${consequence}` });
       return undefined;
     }
-    if (stats.isFile()) return stats;
+    if (stats.isFile()) return fileStatsOf(stats);
     findings.push(pathChanged(display(path), display(path), consequence));
     return undefined;
   };
@@ -163,7 +163,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
         }
         if (target?.stats.isFile()) {
           realFile = target.real;
-          identity = target.stats;
+          identity = fileStatsOf(target.stats);
         } else findings.push(notAFile(display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
       } else {
         findings.push(notAFile(display(file), describeKind(skillEntry)));
@@ -260,7 +260,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
           findings.push(escapeFinding(display(path), target.real, display));
           continue;
         }
-        if (target.stats.isFile()) files.set(fileRel, target.stats);
+        if (target.stats.isFile()) files.set(fileRel, fileStatsOf(target.stats));
         else descend(target.real);
       }
     }

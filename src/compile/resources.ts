@@ -68,6 +68,11 @@ export interface FileStats extends FileIdentity {
   ctimeNs: bigint;
 }
 
+/** The fields of `stats` a `FileStats` holds: kept for every file of a build, so without the other thirteen BigInts. */
+export function fileStatsOf(stats: BigIntStats): FileStats {
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
+}
+
 export function isSameFile(stats: { dev: bigint; ino: bigint }, identity: FileIdentity): boolean {
   return stats.dev === identity.dev && stats.ino === identity.ino;
 }

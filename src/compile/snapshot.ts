@@ -5,7 +5,7 @@ import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import { BuildCache, isCurrentBundle, signatureOf, type BundleRecord } from "./cache.js";
 import { restoreBodies, type Compilation } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
-import type { FileStats } from "./resources.js";
+import { fileStatsOf, type FileStats } from "./resources.js";
 
 /** Bumped when either file's layout changes. */
 const FORMAT = 1;
@@ -45,7 +45,7 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string): { co
     const stats = kind === "d" ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
     if (!stats || signatureOf(stats) !== signature) return undefined;
     if (kind === "d") folders++;
-    else verified.set(absolute, stats);
+    else verified.set(absolute, fileStatsOf(stats));
   }
   if (!isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
   const stored = readCacheFile(files.result, FORMAT, `${key}:${index.bundle.fingerprint}`) as StoredCompilation | undefined;
