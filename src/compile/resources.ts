@@ -68,7 +68,10 @@ export interface FileStats extends FileIdentity {
   ctimeNs: bigint;
 }
 
-/** The fields of `stats` a `FileStats` holds: kept for every file of a build, so without the other thirteen BigInts. */
+/**
+ * The fields of `stats` a `FileStats` holds: kept for every file of a build, so without the other thirteen BigInts.
+ * @internal Left out of the package's declarations, as `hashFile` is.
+ */
 export function fileStatsOf(stats: BigIntStats): FileStats {
   return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
 }
