@@ -2,7 +2,6 @@ import type { BuildCache } from "./cache.js";
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
-import { glob } from "tinyglobby";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
@@ -443,6 +442,9 @@ function stagingFolders(selected: readonly SelectedSkill[], parent: string): Map
 /** An agent's `context`: the Markdown files its globs match (relative to the config folder), in path order. */
 async function readContext(agentId: string, patterns: readonly string[] | undefined, configDir: string, configFile: string, findings: Finding[]): Promise<CompiledAgent["context"]> {
   if (!patterns || patterns.length === 0) return { files: [], text: "" };
+  // Loaded here, not with the module: its walker loads a second picomatch from node_modules as it starts, and
+  // most configs have no context globs (a few milliseconds of every CLI start).
+  const { glob } = await import("tinyglobby");
   const paths = (await glob([...patterns], { cwd: configDir, absolute: true, onlyFiles: true, expandDirectories: false }))
     .map((path) => ({ path, file: relativeTo(configDir, path) }))
     .sort((a, b) => comparePaths(a.file, b.file));
