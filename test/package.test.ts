@@ -60,14 +60,18 @@ beforeAll(async () => {
 
 describe("the packed package", () => {
   it("ships the built CLI, the API and its declarations, docs and LICENSE; not the sources", () => {
-    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/cli.js", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
+    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/cli.js", "package/dist/cli.cjs", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
     expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
+    // The packer's code cache is for its own Node: each install makes its own.
+    expect(files.filter((file) => file.endsWith(".cache"))).toEqual([]);
   });
 
   it("installs both bins, and `skills init` + `skills build` work in the new project", async () => {
     const version = (await run("npx", ["skillbake", "--version"], { cwd: project, env: NPM_ENV })).stdout;
     expect((await run("npx", ["skills", "-v"], { cwd: project, env: NPM_ENV })).stdout).toBe(version);
     expect(await readdir(join(project, "dist/skills"))).toEqual(expect.arrayContaining(["index.js", "index.d.ts", "manifest.json"]));
+    // The CLI left its code cache beside itself for the next start (see launch.ts).
+    expect(await readdir(join(project, "node_modules/skillbake/dist"))).toContain("cli.cjs.cache");
   });
 
   it.each(Object.keys(TSCONFIGS))("type-checks the config and a server under %s, libraries included", async (name) => {

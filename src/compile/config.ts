@@ -469,6 +469,13 @@ const skillbakeShim = {
  */
 export const CONFIG_LOAD_TIMEOUT_MS = 10_000;
 
+/** In the CLI, the launcher's `import()`: the CLI runs as a script, which has no module loader (see cli/launch.ts). */
+declare const __skillbakeImport: ((url: string) => Promise<unknown>) | undefined;
+
+function importModule(url: string): Promise<unknown> {
+  return typeof __skillbakeImport === "function" ? __skillbakeImport(url) : import(url);
+}
+
 /** Imports the config and awaits its default export (which may be a promise of the config), bounded in time. */
 async function evaluate(file: string, url: string, code: ConfigCode): Promise<unknown> {
   const timeout = Symbol("timeout");
@@ -478,7 +485,7 @@ async function evaluate(file: string, url: string, code: ConfigCode): Promise<un
   });
   let imported = false;
   try {
-    const module = await Promise.race([import(url) as Promise<{ default?: unknown }>, timedOut]);
+    const module = await Promise.race([importModule(url) as Promise<{ default?: unknown }>, timedOut]);
     imported = true;
     if (module.default === undefined) throw new ConfigError(file, "the config has no default export; write `export default defineConfig({ … })`");
     return await Promise.race([module.default, timedOut]);
