@@ -29,8 +29,8 @@ await Promise.all([
   // The CLI carries its dependencies (all but esbuild, a native binary loaded only for TypeScript configs, and
   // gpt-tokenizer, megabytes of token ranks loaded only when a config asks for token counts): resolving and
   // loading their hundreds of module files took ~0.15 s of every `skills` run, half its start-up.
-  // Their CommonJS parts get a `require` from createRequire. The API leaves them to the installing project.
-  // A script, not a module, so that the launcher (dist/cli.js) can start it from V8's code cache (see launch.ts).
+  // The API leaves them to the installing project. The CLI is a script, not a module, so that the launcher
+  // (dist/cli.js) can start it from V8's code cache (see launch.ts); `import.meta.url` becomes its file's URL.
   build({
     ...common,
     format: "cjs",
