@@ -141,10 +141,9 @@ export class BuildCache {
 
   /** Starts another build on this cache (watch mode): what this build recorded is what the next one reuses. */
   nextBuild(): void {
-    // A build that found the bundle current recorded none of its own: the one it found is still the last written.
-    const bundle = this.bundle;
-    this.previous = bundle ? { ...this.next, bundle } : this.next;
-    this.next = { ...emptyContents(), ...(bundle ? { bundle } : {}) };
+    this.keepBundle();
+    this.previous = this.next;
+    this.next = { ...emptyContents(), ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
     this.dirty = false;
     this.complete = true;
     this.trustedBefore = nowNs() - RACY_NS;
@@ -300,9 +299,14 @@ export class BuildCache {
     this.dirty = true;
   }
 
+  /** A build that found the bundle current recorded none of its own: the one it found is still the last written. */
+  private keepBundle(): void {
+    if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
+  }
+
   /** Writes the cache if anything changed (a record added, dropped or replaced); failures are ignored. */
   save(): void {
-    if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
+    this.keepBundle();
     const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files) || hasDropped(this.previous.folders, this.next.folders);
     if (!this.dirty && !dropped) return;
     writeCacheFile(this.file, FORMAT, this.key, JSON.stringify(this.next));
