@@ -150,7 +150,7 @@ describe("renderBundle", () => {
     expect(texts.get("manifest.json")).toBe(`{"${hash(one)}":"${hash(one)}","first\\n\\"body\\""}`);
   });
 
-  it("refuses a file whose bodies are out of order, and a hash of a file that holds hashes", () => {
+  it("refuses a file whose bodies are out of order, a hash of a file that holds hashes, and one of a later file", () => {
     const recording = (): Sink => ({ write() {}, reserve() {}, patch() {}, end() {} });
     expect(() => renderBundle({ bodies: bodies(["a", "b"]), files: [{ path: "x", parts: [{ body: 1, ascii: false }, { body: 0, ascii: false }] }] }, recording, () => {})).toThrow(/out of order/);
     expect(() =>
@@ -166,6 +166,8 @@ describe("renderBundle", () => {
         () => {},
       ),
     ).toThrow(/cannot be hashed/);
+    // A file comes after any file it takes a hash of: the last one is not hashed (the manifest, in a bundle).
+    expect(() => renderBundle({ bodies: [], files: [{ path: "a", parts: [{ sha256Of: "b" }] }, { path: "b", parts: ["text"] }] }, recording, () => {})).toThrow(/cannot be hashed/);
   });
 
   it("says where each file holds each body, and copies a body an earlier file holds instead of reading it again", () => {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import type { AgentSkill, Compilation } from "../compile/compile.js";
 import { resolveRoot } from "../compile/config.js";
@@ -238,9 +238,12 @@ export function renderBundle(
 ): Map<string, FilePlaces> {
   const writers = new Map<string, FileWriter>();
   const twins: { path: string; sameAs: string }[] = [];
+  // A file comes after any file it takes a hash of, so no file takes the last one's (the manifest's, ~half the
+  // bytes): it is not hashed.
+  const last = bundle.files.at(-1)?.path;
   for (const file of bundle.files) {
     if ("sameAs" in file) twins.push(file);
-    else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path)));
+    else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path), file.path !== last));
   }
   const escaped: { json?: string; ascii?: string } = {};
   const bodyText = (part: BodyPart) => {
@@ -253,15 +256,16 @@ export function renderBundle(
   }
   for (const writer of writers.values()) writer.advance(Infinity, "", bodyText);
 
-  const hashes = new Map<string, string>();
+  const hashes = new Map<string, string | undefined>();
   for (const [path, writer] of writers) hashes.set(path, writer.finish());
-  for (const { path, sameAs } of twins) hashes.set(path, hashes.get(sameAs)!);
+  for (const { path, sameAs } of twins) hashes.set(path, hashes.get(sameAs));
   for (const writer of writers.values()) {
     for (const { offset, of } of writer.hashSlots) {
       const hashed = writers.get(twins.find((twin) => twin.path === of)?.sameAs ?? of);
+      const hash = hashes.get(of);
       // A file's hash is taken once its bytes are final, so it cannot hold hashes itself.
-      if (!hashed || hashed.hashSlots.length > 0) throw new Error(`skillbake: the bundle file ${of} cannot be hashed into another`);
-      writer.sink.patch(offset, Buffer.from(hashes.get(of)!, "latin1"));
+      if (!hashed || hashed.hashSlots.length > 0 || hash === undefined) throw new Error(`skillbake: the bundle file ${of} cannot be hashed into another`);
+      writer.sink.patch(offset, Buffer.from(hash, "latin1"));
     }
     writer.sink.end();
   }
@@ -283,14 +287,17 @@ class FileWriter {
   private offset = 0;
   private filled = 0;
   private readonly chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-  private readonly hash = createHash("sha256");
+  /** Undefined for a file no other takes the hash of. */
+  private readonly hash: Hash | undefined;
 
   constructor(
     parts: Iterable<Part>,
     readonly sink: Sink,
     private readonly earlier: EarlierFile | undefined,
+    hashed: boolean,
   ) {
     this.parts = parts[Symbol.iterator]();
+    this.hash = hashed ? createHash("sha256") : undefined;
   }
 
   /** Writes parts up to and including the body `body` (from the SKILL.md of sha256 `hash`), stopping before any later body. */
@@ -363,10 +370,10 @@ class FileWriter {
     return next.done ? undefined : next.value;
   }
 
-  /** Flushes what is left; returns the sha256 of everything written, before any patch. */
-  finish(): string {
+  /** Flushes what is left; returns the sha256 of everything written, before any patch, if the file is hashed. */
+  finish(): string | undefined {
     this.flush();
-    return this.hash.digest("hex");
+    return this.hash?.digest("hex");
   }
 
   private text(text: string): void {
@@ -388,7 +395,7 @@ class FileWriter {
   }
 
   private emit(bytes: Uint8Array, placeholder = false): void {
-    this.hash.update(bytes);
+    this.hash?.update(bytes);
     if (placeholder) this.sink.reserve(bytes);
     else this.sink.write(bytes);
     this.offset += bytes.byteLength;
