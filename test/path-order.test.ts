@@ -1,7 +1,8 @@
 import fc from "fast-check";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compareStrings } from "../src/compile/diagnostics.js";
-import { comparePaths } from "../src/compile/discover.js";
+import { comparePaths, pathIn, relativeTo } from "../src/compile/discover.js";
 
 /** SPEC §3's path order, by its definition: segment by segment, each compared bytewise, a prefix first. */
 function bySegments(a: string, b: string): number {
@@ -29,5 +30,30 @@ describe("comparePaths", () => {
 
   it("puts a folder's own files before a sibling whose name extends the folder's", () => {
     expect(["a-b", "a/b", "a", "a/b/c", "ab"].sort(comparePaths)).toEqual(["a", "a/b", "a/b/c", "a-b", "ab"]);
+  });
+});
+
+describe("relativeTo and pathIn (their shortcuts past path.relative and path.join)", () => {
+  // Segments a path may hold, normalized or not: the shortcuts must give what path.relative and path.join give.
+  const segment = fc.constantFrom("a", "b", ".", "..", "", "...", ".gitignore", "..x", "SKILL.md");
+  const absolute = fc.array(segment, { maxLength: 6 }).map((segments) => `/${segments.join("/")}`);
+
+  it("relativeTo equals path.relative, for paths below the base or not, normalized or not", () => {
+    fc.assert(
+      fc.property(fc.constantFrom("/", "/a", "/a/b", "/a/b/SKILL.md"), absolute, (base, path) => {
+        expect(relativeTo(base, path)).toBe(relative(base, path));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it("pathIn equals path.join for a normalized folder and a relative path of plain names", () => {
+    const plain = fc.constantFrom("a", "b", "...", ".gitignore", "..x", "SKILL.md");
+    fc.assert(
+      fc.property(fc.array(plain, { maxLength: 4 }).map((segments) => join("/", ...segments)), fc.array(plain, { minLength: 1, maxLength: 3 }), (dir, rel) => {
+        expect(pathIn(dir, rel.join("/"))).toBe(join(dir, ...rel));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
-import { comparePaths, discoverRoot, pathChanged, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
@@ -125,7 +125,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       if (skill.file.startsWith(outDir + sep)) continue;
       if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! });
       for (const [path, identity] of skill.identities) {
-        const absolute = join(dirname(skill.file), path);
+        const absolute = pathIn(dirname(skill.file), path);
         if (!verified.has(absolute)) verified.set(absolute, identity);
       }
     }
@@ -319,7 +319,7 @@ export function restoreBodies(agents: CompiledAgent[], verified: ReadonlyMap<str
   const bodies = new Map<string, () => string>();
   for (const agent of agents) {
     for (const skill of agent.skills) {
-      const file = join(skill.sourceDir, "SKILL.md");
+      const file = pathIn(skill.sourceDir, "SKILL.md");
       let body = bodies.get(file);
       if (!body) {
         const stats = verified.get(file);
@@ -531,7 +531,7 @@ function hashSkillFiles(
   for (const copies of bySkill.values()) {
     const { files, sourceDir } = copies[0]!;
     files.forEach((file, index) => {
-      const path = join(sourceDir, file.path);
+      const path = pathIn(sourceDir, file.path);
       try {
         const { size, sha256 } = known.get(path) ?? hashResource(path, display(path), verified.get(path), cache);
         files[index] = { path: file.path, sha256, size }; // keys in the manifest's (sorted) order: written without a copy
@@ -544,7 +544,7 @@ function hashSkillFiles(
     });
   }
   for (const copies of bySkill.values()) {
-    const files = copies[0]!.files.filter((file) => !unreadable.has(join(copies[0]!.sourceDir, file.path)));
+    const files = copies[0]!.files.filter((file) => !unreadable.has(pathIn(copies[0]!.sourceDir, file.path)));
     for (const skill of copies) skill.files = files;
   }
 }
