@@ -28,12 +28,20 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 
 /** Writes `payload` (JSON text) under its header; failures are ignored: a cache only saves time. */
 export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
-  const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(payload).digest("hex") });
+  // Encoded once, for the hash and the file (a payload is ~14 MB at 10,000 skills).
+  const bytes = Buffer.from(payload, "utf8");
+  const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(bytes).digest("hex") });
   // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one.
   const temporary = `${file}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(temporary, `${header}\n${payload}`);
+    const fd = openSync(temporary, "w");
+    try {
+      writeFileSync(fd, `${header}\n`);
+      writeFileSync(fd, bytes);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(temporary, file);
   } catch {
     rmSync(temporary, { force: true });
