@@ -143,7 +143,7 @@ export class BuildCache {
   nextBuild(): void {
     this.keepBundle();
     this.previous = this.next;
-    this.next = { ...emptyContents(), ...(this.previous.bundle ? { bundle: this.previous.bundle } : {}) };
+    this.next = emptyContents();
     this.dirty = false;
     this.complete = true;
     this.trustedBefore = nowNs() - RACY_NS;
