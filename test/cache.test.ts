@@ -3,6 +3,7 @@ import { lstat, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/p
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
+import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -205,5 +206,23 @@ describe("build cache", () => {
     const checked = await build({ cwd: dir, check: true });
     expect(checked.cache).toMatchObject({ parsed: 1, reused: 3 });
     expect(await readFile(join(dir, CACHE), "utf8")).toBe(before);
+  });
+});
+
+describe("cache files", () => {
+  it("a link put where a cache file's temporary copy goes is neither written through nor removed", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "cache", "x.json");
+    const outside = join(dir, "outside.txt");
+    await writeTree(dir, { "outside.txt": "not the cache's", "cache/.keep": "" });
+    await symlink(outside, `${file}.${process.pid}.tmp`);
+    writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
+    expect(await readFile(outside, "utf8")).toBe("not the cache's");
+    expect((await lstat(`${file}.${process.pid}.tmp`)).isSymbolicLink()).toBe(true);
+    expect(readCacheFile(file, 1, "key")).toBeUndefined(); // not written this time: a cache only saves time
+
+    await rm(`${file}.${process.pid}.tmp`);
+    writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
+    expect(readCacheFile(file, 1, "key")).toEqual({ a: 1 });
   });
 });

@@ -4,7 +4,7 @@
 // a small build costs beyond Node's own start. Node 20 keeps no code cache for ES modules, so the CLI is a script
 // run here, its cache kept beside it as Python keeps __pycache__: as trusted as the code it sits next to.
 import { createHash } from "node:crypto";
-import { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,15 +41,23 @@ function saveCache(): void {
   } catch {
     return;
   }
+  // Created anew (O_EXCL): whatever is at that name already is neither written through nor removed.
   const temporary = `${cacheFile}.${process.pid}`;
+  let created = false;
   try {
-    writeFileSync(temporary, Buffer.concat([key, script.createCachedData()]));
+    const fd = openSync(temporary, "wx");
+    created = true;
+    try {
+      writeFileSync(fd, Buffer.concat([key, script.createCachedData()]));
+    } finally {
+      closeSync(fd);
+    }
     renameSync(temporary, cacheFile);
   } catch {
     try {
-      rmSync(temporary, { force: true });
+      if (created) rmSync(temporary, { force: true });
     } catch {
-      // left for the next save to replace; it harms nothing
+      // left behind; it harms nothing, and the next start compiles as before
     }
   }
 }

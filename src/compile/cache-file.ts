@@ -31,11 +31,14 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
   // Encoded once, for the hash and the file (a payload is ~14 MB at 10,000 skills).
   const bytes = Buffer.from(payload, "utf8");
   const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(bytes).digest("hex") });
-  // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one.
+  // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one. Created
+  // anew (O_EXCL): a link put at that name beforehand is neither followed (writing the file it leads to) nor removed.
   const temporary = `${file}.${process.pid}.tmp`;
+  let created = false;
   try {
     mkdirSync(dirname(file), { recursive: true });
-    const fd = openSync(temporary, "w");
+    const fd = openSync(temporary, "wx");
+    created = true;
     try {
       writeFileSync(fd, `${header}\n`);
       writeFileSync(fd, bytes);
@@ -44,7 +47,7 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
     }
     renameSync(temporary, file);
   } catch {
-    rmSync(temporary, { force: true });
+    if (created) rmSync(temporary, { force: true });
   }
 }
 
