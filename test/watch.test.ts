@@ -26,6 +26,17 @@ async function waitFor(condition: () => boolean | Promise<boolean>, what: string
   }
 }
 
+/**
+ * Waits until the watch has printed nothing for `ms`: a build can read a file while the test's write of it is half
+ * done (a read takes no lock against a write) and build again once the write's last event comes.
+ */
+async function quiet(output: () => string, ms = 400): Promise<void> {
+  for (let length = -1; length !== output().length; ) {
+    length = output().length;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}
+
 const running: ChildProcess[] = [];
 afterEach(() => {
   for (const child of running.splice(0)) child.kill("SIGKILL");
@@ -160,6 +171,7 @@ describe("skills build --watch", () => {
 
     await writeFile(join(dir, "skills/area/group/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited in the new folder."));
     await waitFor(async () => (await prompt()).includes("edited in the new folder"), "an edit in the new folder in the bundle", output);
+    await quiet(output);
     // The old folder, moved out of the root, is not watched: an edit there builds nothing.
     const mark = output().length;
     await writeFile(join(dir, "area-old/group/alpha/SKILL.md"), skillMd("alpha", "Edited where nobody looks."));
