@@ -1,9 +1,9 @@
 import { defineConfig } from "vitest/config";
-import { runtimeText } from "./scripts/runtime-text.mjs";
+import { embeddedTexts } from "./scripts/embedded-text.mjs";
 
 export default defineConfig({
-  // The bundle modules' runtime, compiled from src/runtime/helpers.ts as the CLI build compiles it.
-  define: { __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()) },
+  // The bundle modules' runtime and the hashing worker's script, compiled as the CLI build compiles them.
+  define: embeddedTexts(),
   test: {
     include: ["test/**/*.test.ts"],
     // End-to-end tests run dist/cli.js as a subprocess: build it from the current source first.

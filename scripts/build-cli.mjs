@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { runtimeText } from "./runtime-text.mjs";
+import { embeddedTexts } from "./embedded-text.mjs";
 
 /** A digest of src/: part of the cache key (src/compile/version.ts), so a rebuilt tool never reuses a stale cache. */
 function sourceDigest() {
@@ -23,7 +23,7 @@ const common = {
   packages: "external",
   logLevel: "warning",
   legalComments: "none",
-  define: { __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()), __SKILLBAKE_BUILD__: JSON.stringify(sourceDigest()) },
+  define: { ...embeddedTexts(), __SKILLBAKE_BUILD__: JSON.stringify(sourceDigest()) },
 };
 await Promise.all([
   // The CLI carries its dependencies (all but esbuild, a native binary loaded only for TypeScript configs, and

@@ -7,7 +7,7 @@ import { sha256Hex } from "../compile/resources.js";
 import { asciiOnly, jsonParts, jsonText, lazyParts, MODULE_STYLE, Slot, type BundleFile, type Part } from "./parts.js";
 import type { AgentData, SkillFile, SkillTable } from "../runtime/helpers.js";
 
-/** The compiled text of src/runtime/helpers.ts, put in by the build (scripts/runtime-text.mjs). */
+/** The compiled text of src/runtime/helpers.ts, put in by the build (scripts/embedded-text.mjs). */
 declare const __SKILLBAKE_RUNTIME__: string;
 
 /**

@@ -180,11 +180,21 @@ export class BuildCache {
    * walk found it inside the root, before any read); undefined when it did not, so the file must be read.
    */
   knownFile(displayPath: string, stats: FileStats): { size: number; sha256: string } | undefined {
-    const record = this.previous.files[displayPath];
-    if (!record || typeof record.stat !== "string" || record.stat !== signatureOf(stats) || typeof record.sha256 !== "string" || !Number.isInteger(record.size)) return undefined;
+    const record = this.fileRecord(displayPath, stats);
+    if (!record) return undefined;
     this.fileStats.unchanged++;
     this.next.files[displayPath] = record;
     return { size: record.size, sha256: record.sha256 };
+  }
+
+  /** Whether `knownFile` would give the file's size and sha256; without keeping the record for the next build. */
+  knowsFile(displayPath: string, stats: FileStats): boolean {
+    return this.fileRecord(displayPath, stats) !== undefined;
+  }
+
+  private fileRecord(displayPath: string, stats: FileStats): FileRecord | undefined {
+    const record = this.previous.files[displayPath];
+    return record && typeof record.stat === "string" && record.stat === signatureOf(stats) && typeof record.sha256 === "string" && Number.isInteger(record.size) ? record : undefined;
   }
 
   /** Records a file just hashed, with the stats it was read with (the open file's own); a racily clean one is left out. */

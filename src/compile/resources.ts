@@ -1,5 +1,9 @@
 import * as crypto from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from "node:fs";
+import { Worker } from "node:worker_threads";
+
+/** The script of the hashing worker (src/compile/hash-worker.ts and what it imports), put in by the build (scripts/embedded-text.mjs). */
+declare const __SKILLBAKE_HASH_WORKER__: string;
 
 /** One file of a skill folder, as the manifest lists it. */
 export interface SkillFile {
@@ -53,6 +57,49 @@ const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array | s
 /** The sha256 of `bytes` (a string as UTF-8), in hex. */
 export function sha256Hex(bytes: Uint8Array | string): string {
   return oneShotHash ? oneShotHash("sha256", bytes, "hex") : crypto.createHash("sha256").update(bytes).digest("hex");
+}
+
+/** A file to hash, and the identity discovery verified for it (see `hashFile`). */
+export interface HashRequest {
+  path: string;
+  expected?: FileIdentity;
+}
+
+/** What hashing a file gave: its size, sha256 and stats, or why it was not read (`PATH_CHANGED`, else an errno code). */
+export type HashOutcome = { size: number; sha256: string; stats: FileStats } | { failure: string };
+
+/** The failure of a file that is no longer the one discovery verified (`PathChangedError`). */
+export const PATH_CHANGED = "path-changed";
+
+/** `hashFile` as data: what a worker thread can send back. */
+export function hashOutcome({ path, expected }: HashRequest): HashOutcome {
+  try {
+    const { size, sha256, stats } = hashFile(path, expected);
+    return { size, sha256, stats: fileStatsOf(stats) };
+  } catch (error) {
+    return { failure: error instanceof PathChangedError ? PATH_CHANGED : String((error as NodeJS.ErrnoException).code ?? error) };
+  }
+}
+
+/**
+ * Hashes `files` in a worker thread (src/compile/hash-worker.ts) while this one goes on: tens of thousands of
+ * small files cost a syscall-bound half second or more, which the thread parsing skills need not wait for. The
+ * worker does not keep the process alive until its outcomes are asked for, so a build that fails first is not
+ * held up. Outcomes by path; empty if the worker failed, which leaves every file to be hashed here.
+ */
+export function hashInWorker(files: readonly HashRequest[]): () => Promise<Map<string, HashOutcome>> {
+  const worker = new Worker(__SKILLBAKE_HASH_WORKER__, { eval: true });
+  worker.unref();
+  const outcomes = new Promise<Map<string, HashOutcome>>((resolve) => {
+    worker.once("message", (list: HashOutcome[]) => resolve(new Map(files.map((file, index) => [file.path, list[index]!]))));
+    worker.once("error", () => resolve(new Map()));
+    worker.once("exit", () => resolve(new Map()));
+  });
+  worker.postMessage(files);
+  return () => {
+    worker.ref();
+    return outcomes;
+  };
 }
 
 /** Which file a path led to when discovery checked it was inside its root: device and inode. */

@@ -1,7 +1,7 @@
 /**
  * The runtime of the generated bundle modules (SPEC §6): `getPrompt`, `getSkill`, `findSkill`, `renderSkill`,
  * `expandCommand`, `listUserInvocable`, `skillTool`, `callSkillTool` and the `SkillError` they throw. This file is the only source of that code. It is type-checked and tested
- * as TypeScript here, and `scripts/runtime-text.mjs` compiles it once per CLI build into the text that
+ * as TypeScript here, and `scripts/embedded-text.mjs` compiles it once per CLI build into the text that
  * `src/bundle/module.ts` copies verbatim into every `index.js` and `agents/<id>.js`. So it must stay self-contained:
  * no imports (type-only ones vanish), no Node APIs, no globals beyond the language.
  * `src/compile/render.ts` renders inline blocks with the same functions, so a prompt and `renderSkill` cannot disagree.

@@ -1,0 +1,40 @@
+// Source compiled into text that the tool carries as a string constant. One compile, shared by the CLI build
+// (scripts/build-cli.mjs) and the tests (vitest.config.ts), both of which hand the texts to the source as
+// constants: so what is embedded is always the type-checked source of this commit, with no generated copy in
+// the repo to fall out of date.
+import { buildSync } from "esbuild";
+import { fileURLToPath } from "node:url";
+
+function compile(entry, options) {
+  const { outputFiles } = buildSync({
+    entryPoints: [fileURLToPath(new URL(`../${entry}`, import.meta.url))],
+    bundle: true,
+    ...options,
+    target: "node20",
+    charset: "ascii",
+    legalComments: "none",
+    write: false,
+    logLevel: "silent",
+  });
+  return outputFiles[0].text;
+}
+
+/** src/runtime/helpers.ts as every generated bundle module embeds it (src/bundle/module.ts). */
+function runtimeText() {
+  const text = compile("src/runtime/helpers.ts", { format: "esm" });
+  // esbuild writes `// src/runtime/helpers.ts`, the code, then one `export { … };`: the modules keep the code only
+  // (their own exports are the bundle's API).
+  const code = text.replace(/^\/\/ [^\n]*\n/, "").replace(/\nexport \{[^}]*\};\n$/, "\n");
+  if (code === text || /^\s*(export|import)\b/m.test(code)) throw new Error("embedded-text: unexpected esbuild output for src/runtime/helpers.ts");
+  return code;
+}
+
+/** src/compile/hash-worker.ts with what it imports: the script of the worker thread that hashes skill files (src/compile/resources.ts). In a function of its own, as its names would otherwise be globals (`crypto` is one already). */
+function hashWorkerText() {
+  return compile("src/compile/hash-worker.ts", { format: "iife", platform: "node" });
+}
+
+/** The constants the source declares for these texts, as esbuild's and vitest's `define` take them. */
+export function embeddedTexts() {
+  return { __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()), __SKILLBAKE_HASH_WORKER__: JSON.stringify(hashWorkerText()) };
+}

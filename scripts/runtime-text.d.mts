@@ -1,2 +1,0 @@
-/** The JavaScript text of src/runtime/helpers.ts that generated bundle modules embed. */
-export function runtimeText(): string;
