@@ -5,6 +5,7 @@ import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
 import { loadConfig, type LoadedConfig } from "./compile/config.js";
+import type { StatsTaken } from "./compile/discover.js";
 import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
@@ -82,13 +83,14 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
  */
 export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
   let loaded: LoadedConfig | undefined;
+  const statsTaken: StatsTaken = { folders: new Map(), files: new Map() };
   // A watch session's first build starts as any build does; its later ones follow a change, with the cache in memory.
   const first = session ? session.startBuild() : true;
   if (!options.check && first) {
     // Nothing read last time changed and the bundle is untouched: the last compilation, without compiling.
     const cwd = options.cwd ?? process.cwd();
     loaded = session ? await session.config(options.config, cwd) : await loadConfig(options.config, cwd);
-    const unchanged = unchangedCompilation(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir));
+    const unchanged = unchangedCompilation(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir), statsTaken);
     if (unchanged) {
       const { compilation, folders } = unchanged;
       const names = [...compilation.verified.keys()].map((file) => basename(file));
@@ -97,7 +99,7 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
       return { ...withOutcome(compilation, options, cacheStats), outDir: compilation.outDir, written: false, stale: [] };
     }
   }
-  const { result, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded });
+  const { result, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded, statsTaken });
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
@@ -128,12 +130,13 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
 /**
  * Loads the config and compiles with the build cache; the caller saves the cache (`cache.save()`) when done.
  * `check` and `build` use it, and so do the bundler plugins, which build in memory. `readOnly`: nothing is written,
- * not even the transpiled-config cache (`check`, `build --check`).
+ * not even the transpiled-config cache (`check`, `build --check`). `statsTaken`: what a failed snapshot check stat'ed,
+ * for discovery to use rather than stat again.
  * @internal
  */
 export async function compileCached(
   options: CheckOptions,
-  { readOnly = false, session, loaded: given }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig } = {},
+  { readOnly = false, session, loaded: given, statsTaken }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig; statsTaken?: StatsTaken } = {},
 ): Promise<{ result: CheckResult; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
   const { loaded, cache } = session ? await session.next(options.config, cwd, given) : await loadWithCache(options.config, cwd, readOnly, given);
@@ -141,6 +144,7 @@ export async function compileCached(
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
     cache,
+    statsTaken,
   });
   return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), cache };
 }

@@ -3,6 +3,11 @@ import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
+import { BuildCache } from "../src/compile/cache.js";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
+import type { StatsTaken } from "../src/compile/discover.js";
+import { unchangedCompilation } from "../src/compile/snapshot.js";
 import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 // The last build kept for a rebuild where nothing changed (src/compile/snapshot.ts): each test edits what such a
@@ -39,7 +44,7 @@ describe("a rebuild where nothing changed", () => {
   // Projects made up front and left to settle once, then built: each build keeps its compilation.
   const settled: string[] = [];
   beforeAll(async () => {
-    for (let i = 0; i < 11; i++) settled.push(await project());
+    for (let i = 0; i < 12; i++) settled.push(await project());
     await settle();
     for (const dir of settled) expect((await run(dir)).written).toBe(true);
   }, 60_000);
@@ -152,6 +157,29 @@ describe("a rebuild where nothing changed", () => {
     expect((await run(dir)).written).toBe(true);
     expect(existsSync(join(dir, INPUTS))).toBe(false);
   }, 10_000);
+
+  it("a check that finds a change hands its stats to the walk: what changes after them is in the next build", async () => {
+    const dir = settled[11]!;
+    const loaded = await loadConfig(undefined, dir);
+    const outDir = join(dir, "dist/skills");
+    // The last file the check stats is beta's guide: every folder and both SKILL.md files were stat'ed before it.
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
+    const taken: StatsTaken = { folders: new Map(), files: new Map() };
+    expect(unchangedCompilation(loaded, outDir, taken)).toBeUndefined();
+    expect([taken.folders.size, taken.files.size]).toEqual([4, 4]); // .gitignore, alpha, beta, guide
+    // After those stats: alpha edited (same size), a skill added.
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts ALPHA reports."));
+    await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") });
+    const during = await compile(loaded, { cache: BuildCache.open(loaded), statsTaken: taken });
+    // This build is of the tree as stat'ed: alpha as it was, no gamma; the guide as the check found it.
+    expect(during.agents[0]!.skills.map((skill) => [skill.name, skill.description])).toEqual([["alpha", "Drafts alpha reports."], ["beta", "Runs beta checks."]]);
+    expect(during.agents[0]!.skills[1]!.files.find((file) => file.path === "references/guide.md")!.size).toBe("# Guide, edited\n".length);
+    expect([taken.folders.size, taken.files.size]).toEqual([0, 1]); // each stat used once (the .gitignore is read, not stat'ed)
+    // The next build sees both changes.
+    expect((await run(dir)).written).toBe(true);
+    expect(skillNames(dir)).toEqual(["alpha", "beta", "gamma"]);
+    expect(manifest(dir)).toContain("Drafts ALPHA reports.");
+  });
 });
 
 describe("a rebuild where nothing changed, roots", () => {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readdirSync, statSync, type Dirent } from "node:fs";
+import { readdirSync, statSync, type BigIntStats, type Dirent } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
@@ -156,10 +156,10 @@ export class BuildCache {
    * A folder's entries (discovery's `ListFolder`): as an earlier build listed them when the folder's signature is
    * the same, else listed now. The signature is taken before the listing, so a change between the two shows as
    * a new signature next time; a folder changed too recently to tell (the racy rule), or holding anything but
-   * files, folders and links, is not recorded.
+   * files, folders and links, is not recorded. `taken`: its stats, if this build took them already.
    */
-  listFolder(dir: string, displayPath: string): FolderEntry[] {
-    const stats = statSync(dir, { bigint: true, throwIfNoEntry: false });
+  listFolder(dir: string, displayPath: string, taken?: BigIntStats): FolderEntry[] {
+    const stats = taken ?? statSync(dir, { bigint: true, throwIfNoEntry: false });
     const record = this.previous.folders[displayPath];
     if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {
       this.folderStats.unlisted++;

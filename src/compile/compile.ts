@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
-import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, type RootListing } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
@@ -89,6 +89,8 @@ export interface CompileOptions {
   cache?: BuildCache;
   /** Absolute outDir, when not the config's (`--out`). */
   outDir?: string;
+  /** @internal Stats taken earlier in this build (`StatsTaken`), used by discovery in place of taking them again. */
+  statsTaken?: StatsTaken;
   /** @internal For tests: runs between discovery and the first read, so a file can be swapped there deterministically. */
   afterDiscovery?: () => void;
 }
@@ -117,7 +119,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   for (const agent of Object.values(config.agents)) {
     for (const source of agent.skills) {
       const root = resolveRoot(source.root, configDir);
-      if (!roots.has(root)) roots.set(root, discoverRoot(root, display, options.cache && ((dir) => options.cache!.listFolder(dir, display(dir)))));
+      const taken = options.statsTaken;
+      const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir)));
+      if (!roots.has(root)) roots.set(root, discoverRoot(root, display, list, taken?.files));
     }
   }
   const listings = [...roots.values()];

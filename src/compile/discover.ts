@@ -54,6 +54,26 @@ export function readFolder(dir: string): FolderEntry[] {
   return readdirSync(dir, { withFileTypes: true });
 }
 
+/**
+ * Stats this build took already, by absolute path: folders' through links (as a listing's signature takes them),
+ * files' not (as the walk identifies them). A failed snapshot check (snapshot.ts) stat'ed every folder and, on
+ * average, half the files before it found an edited `SKILL.md`; the walk uses each stat once instead of taking
+ * it again. Taken earlier in the same build, a stat is as good: a change after it shows in the next build, and a
+ * file read since must still match it.
+ * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
+ */
+export interface StatsTaken {
+  folders: Map<string, BigIntStats>;
+  files: Map<string, BigIntStats>;
+}
+
+/** The stats `taken` holds of `path`, which it then holds no more. */
+export function takeStats(taken: Map<string, BigIntStats> | undefined, path: string): BigIntStats | undefined {
+  const stats = taken?.get(path);
+  if (stats) taken!.delete(path);
+  return stats;
+}
+
 export interface RootListing {
   root: string;
   /** In path order, each real file once. */
@@ -80,7 +100,7 @@ interface IgnoreLayer {
  * readdir costs a fraction of a promise round trip through the thread pool, and a 10,000-skill walk is
  * mostly such calls.
  */
-export function discoverRoot(root: string, display: (path: string) => string, list: ListFolder = readFolder): RootListing {
+export function discoverRoot(root: string, display: (path: string) => string, list: ListFolder = readFolder, filesTaken?: StatsTaken["files"]): RootListing {
   const findings: Finding[] = [];
   let rootReal: string;
   try {
@@ -124,7 +144,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
   const identify = (path: string, realPath: string, consequence: string): FileStats | undefined => {
     let stats: BigIntStats;
     try {
-      stats = lstatSync(realPath, { bigint: true });
+      stats = takeStats(filesTaken, realPath) ?? lstatSync(realPath, { bigint: true });
     } catch (error) {
       findings.push({ code: "path-unreadable", file: display(path), message: `${display(path)} ${describePathError(path, error, "cannot be read")}; ${consequence}` });
       return undefined;

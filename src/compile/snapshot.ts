@@ -5,6 +5,7 @@ import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import { BuildCache, isCurrentBundle, signatureOf, type BundleRecord } from "./cache.js";
 import { restoreBodies, type Compilation } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
+import type { StatsTaken } from "./discover.js";
 import { fileStatsOf, type FileStats } from "./resources.js";
 
 /** Bumped when either file's layout changes. */
@@ -27,9 +28,10 @@ type StoredCompilation = Pick<Compilation, "agents" | "diagnostics" | "inputs">;
 
 /**
  * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched;
- * undefined otherwise. Each body is read on first use, from the SKILL.md just stat'ed (see `restoreBodies`).
+ * undefined otherwise, with what it stat'ed in `taken` (for the walk that follows). Each body is read on first use, from the SKILL.md just
+ * stat'ed (see `restoreBodies`).
  */
-export function unchangedCompilation(loaded: LoadedConfig, outDir: string): { compilation: Compilation; folders: number } | undefined {
+export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken: StatsTaken): { compilation: Compilation; folders: number } | undefined {
   const key = snapshotKey(loaded, outDir);
   if (key === undefined) return undefined;
   const files = snapshotFiles(loaded);
@@ -43,6 +45,7 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string): { co
     const absolute = resolve(loaded.dir, path);
     // Folders were signed through links (as listed), files as found; `unchangedInputs` leaves out folders holding links.
     const stats = kind === "d" ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    if (stats) (kind === "d" ? taken.folders : taken.files).set(absolute, stats);
     if (!stats || signatureOf(stats) !== signature) return undefined;
     if (kind === "d") folders++;
     else verified.set(absolute, fileStatsOf(stats));
