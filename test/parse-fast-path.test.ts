@@ -28,6 +28,10 @@ const value = fc.oneof(
   // Quoted: with nothing to unescape, or with a quote, backslash or escape inside.
   fc.tuple(fc.constantFrom('"', "'"), text, fc.constantFrom('"', "'", "", '" x', "' # c")).map(([open, inner, close]) => `${open}${inner}${close}`),
   fc.constantFrom('"a\\nb"', "'it''s'", '"say \\"hi\\""', '"tab\there"', '"a: b # c"', "'#x: y'", '""', "''"),
+  // Quoted with escapes: the few the fast path reads, and others it leaves to the yaml package.
+  fc
+    .tuple(fc.constantFrom('"', "'"), fc.array(fc.oneof(text, fc.constantFrom('\\"', "\\\\", "\\/", "\\n", "\\t", "\\x41", "\\u00e9", "\\ ", "\\", "''", "'")), { maxLength: 5 }))
+    .map(([quote, parts]) => `${quote}${parts.join("")}${quote}`),
   fc.tuple(words, fc.constantFrom(...tricky), fc.oneof(words, fc.constant(""))).map((parts) => parts.join("")),
   fc.constantFrom("true", "True", "FALSE", "null", "Null", "~", "yes", "off", "1.5", "0x1f", ".inf", "plain words"),
 );
@@ -40,6 +44,15 @@ const line = fc.oneof(
   fc
     .tuple(key, fc.array(fc.oneof(words, text, fc.constantFrom("Read", "Bash(git:*)", "a b", " a ", "null", "x/y", "", "[]", "a:b", "a: b", "a #c", "a#b")), { maxLength: 4 }), fc.constantFrom(", ", ",", " , "))
     .map(([k, items, sep]) => `${k}: [${items.join(sep)}]`),
+  // Block scalars: a header, then lines at the block's indentation, or more or less indented, or blank.
+  fc
+    .tuple(
+      key,
+      fc.constantFrom(">", ">-", "|", "|-", ">", ">-", "|", "|-", ">+", "|2", "> # c", ">-\t", "|-  "),
+      fc.constantFrom("  ", "  ", " ", "    ", "\t"),
+      fc.array(fc.tuple(fc.constantFrom(null, null, null, null, "", " ", "\t"), fc.oneof(words, words, text, fc.constantFrom("- item", "# not a comment", "key: value", "a  b", "end ", "x\t"))), { minLength: 0, maxLength: 4 }),
+    )
+    .map(([k, header, indent, lines]) => [`${k}: ${header}`, ...lines.map(([deviation, content]) => `${deviation === null ? indent : `${indent}${deviation}`.slice(deviation === "" ? indent.length : 0)}${content}`)].join("\n")),
   // One level of nesting: `key:` then indented `key: value` lines.
   fc
     .tuple(key, fc.array(fc.tuple(fc.constantFrom("  ", "  ", "    ", " ", "\t", "   "), fc.oneof(key, fc.constantFrom("author", "null", "True")), fc.constantFrom(": ", ":", ":  "), value), { maxLength: 3 }))
@@ -68,6 +81,9 @@ describe("frontmatter fast path", () => {
       "name: a\ndescription: d\nmetadata:\n  author: team-data\n  version: v1.2\ntags: [data, core]\nallowed-tools: [Read, Bash]",
       "name: a\ndescription: d\nmetadata:\n    owner: qa\nempty: []",
       'name: a\ndescription: "Reviews code: style, tests # and docs"\nversion: \'1.0\'\nmetadata:\n  version: "2"',
+      'name: a\ndescription: "Say \\"hi\\" to C:\\\\temp"\nnote: \'it\'\'s\'',
+      "name: a\ndescription: >-\n  Folded across\n  two lines.\nlicense: MIT",
+      "name: a\ndescription: |\n    Literal: kept # as is\n    - on its lines\n\nlicense: MIT",
     ]) {
       const { fast, slow } = bothWays(frontmatter);
       expect(fast.fields).toEqual(slow.fields);

@@ -336,24 +336,48 @@ const FLOW_ITEM = /^ *([A-Za-z](?:[A-Za-z0-9 ._/+-]*[A-Za-z0-9._/+-])?) *$/;
 /** Plain scalars YAML 1.2's core schema reads as booleans or null (any case, to stay on the safe side). */
 const NOT_A_STRING = /^(?:true|false|null)$/i;
 
-/** A quoted scalar with nothing to unescape: `"…"` without `"` or `\` inside, or `'…'` without `'`. */
-const SIMPLE_QUOTED = /^(?:"((?:[\x20\x21\x23-\x5b\x5d-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*)"|'((?:[\x20-\x26\x28-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*)')$/;
+/** A quoted scalar whose escapes are the common few: `"…"` with `\"`, `\\`, `\/`, `\n` or `\t`, or `'…'` with `''`. */
+const QUOTED = /^(?:"((?:[\x20\x21\x23-\x5b\x5d-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff]|\\["\\/nt])*)"|'((?:[\x20-\x26\x28-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff]|'')*)')$/;
+const UNESCAPED: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", n: "\n", t: "\t" };
+
+/** The header of a block scalar without an indentation indicator or a comment: literal or folded, clipped or stripped. */
+const BLOCK_HEADER = /^([|>])(-?)$/;
+/** A line of a block scalar read here: text at the block's indentation, ending in neither a space nor a tab. */
+const BLOCK_LINE = /^(?:[\x21-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])(?:(?:[\x20-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*(?:[\x21-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff]))?$/;
 
 /** The string a one-line value stands for, when YAML can read it only as that string. */
 function textValue(value: string): string | undefined {
-  const quoted = SIMPLE_QUOTED.exec(value);
-  if (quoted) return quoted[1] ?? quoted[2];
+  const quoted = QUOTED.exec(value);
+  if (quoted) return quoted[1] !== undefined ? quoted[1].replace(/\\(.)/g, (_, escaped: string) => UNESCAPED[escaped]!) : quoted[2]!.replaceAll("''", "'");
   const plain = PLAIN_TEXT.test(value) && !value.includes(": ") && !value.includes(" #") && !value.endsWith(":") && !value.endsWith(" ") && !NOT_A_STRING.test(value);
   return plain ? value : undefined;
 }
 
 /**
+ * The block scalar (`key: >-` and the lines below) whose `header` is at `yamlLines[index]`: its text lines, all at
+ * one indentation with no blank line among them, joined as YAML joins them (folded with spaces, literal with line
+ * breaks; a final line break unless stripped); and the index of its last line. Undefined for anything else.
+ */
+function blockValue(header: RegExpExecArray, yamlLines: readonly string[], index: number): { value: string; last: number } | undefined {
+  const indent = /^ +/.exec(yamlLines[index + 1] ?? "")?.[0];
+  if (!indent) return undefined;
+  const lines: string[] = [];
+  while (yamlLines[index + 1]?.startsWith(" ")) {
+    const line = yamlLines[++index]!;
+    if (!line.startsWith(indent) || !BLOCK_LINE.test(line.slice(indent.length))) return undefined;
+    lines.push(line.slice(indent.length));
+  }
+  const [, style, chomping] = header;
+  return { value: lines.join(style === ">" ? " " : "\n") + (chomping === "-" ? "" : "\n"), last: index };
+}
+
+/**
  * The fast path for the frontmatter almost every SKILL.md has: top-level `key: text` lines (plain, or quoted
- * with nothing to unescape), flow lists of plain words (`tags: [a, b]`), one level of `key: text` under a
- * `key:` line (`metadata:`), and blank lines. Parsing that with the `yaml` package costs tens of microseconds a
+ * with the common escapes), block scalars of plain lines (`description: >-`), flow lists of plain words
+ * (`tags: [a, b]`), one level of `key: text` under a `key:` line (`metadata:`), and blank lines. Parsing that with the `yaml` package costs tens of microseconds a
  * file, most of the parse time of a large catalogue; reading it here gives the same fields, values and
- * positions. Anything else (escapes, block lists, deeper nesting, comments, numbers, `: ` or ` #` inside a plain
- * value, a repeated key) returns undefined, and the `yaml` package decides.
+ * positions. Anything else (other escapes, block lists, deeper nesting, comments, anchors, numbers, `: ` or ` #`
+ * inside a plain value, a repeated key) returns undefined, and the `yaml` package decides.
  */
 function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | undefined {
   const fields: FrontmatterField[] = [];
@@ -390,6 +414,14 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
       const items = text === "[]" ? [] : text.slice(1, -1).split(",").map((item) => FLOW_ITEM.exec(item)?.[1]);
       if (items.some((item) => item === undefined || NOT_A_STRING.test(item))) return undefined;
       fields.push({ key, value: items, keyAt, valueAt });
+      continue;
+    }
+    const header = BLOCK_HEADER.exec(text);
+    if (header) {
+      const block = blockValue(header, yamlLines, index);
+      if (!block) return undefined;
+      index = block.last;
+      fields.push({ key, value: block.value, keyAt, valueAt });
       continue;
     }
     const value = textValue(text);
