@@ -125,7 +125,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
     );
   } else {
     description = descriptionField.value;
-    const hidden = [...description].find((char) => HIDDEN_CHARACTER.test(char));
+    const hidden = HIDDEN_CHARACTER.exec(description)?.[0];
     if (hidden) {
       report(
         "description-invisible",
