@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
-import { readdirSync, statSync, type BigIntStats, type Dirent } from "node:fs";
+import { readdirSync, statSync, type Dirent } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
 import { RULES, type Finding } from "./diagnostics.js";
-import type { FolderEntry } from "./discover.js";
+import type { FolderEntry, TakenStats } from "./discover.js";
 import type { FileStats } from "./resources.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
@@ -158,7 +158,7 @@ export class BuildCache {
    * a new signature next time; a folder changed too recently to tell (the racy rule), or holding anything but
    * files, folders and links, is not recorded. `taken`: its stats, if this build took them already.
    */
-  listFolder(dir: string, displayPath: string, taken?: BigIntStats): FolderEntry[] {
+  listFolder(dir: string, displayPath: string, taken?: TakenStats): FolderEntry[] {
     const stats = taken ?? statSync(dir, { bigint: true, throwIfNoEntry: false });
     const record = this.previous.folders[displayPath];
     if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {

@@ -54,21 +54,26 @@ export function readFolder(dir: string): FolderEntry[] {
   return readdirSync(dir, { withFileTypes: true });
 }
 
+/** A stat record as the walk and the build cache read one: Node's `BigIntStats`, spelled out so the package's declarations need no @types/node. */
+export interface TakenStats extends FileStats {
+  isFile(): boolean;
+  isDirectory(): boolean;
+}
+
 /**
  * Stats this build took already, by absolute path: folders' through links (as a listing's signature takes them),
  * files' not (as the walk identifies them). A failed snapshot check (snapshot.ts) stat'ed every folder and, on
  * average, half the files before it found an edited `SKILL.md`; the walk uses each stat once instead of taking
  * it again. Taken earlier in the same build, a stat is as good: a change after it shows in the next build, and a
  * file read since must still match it.
- * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
  */
 export interface StatsTaken {
-  folders: Map<string, BigIntStats>;
-  files: Map<string, BigIntStats>;
+  folders: Map<string, TakenStats>;
+  files: Map<string, TakenStats>;
 }
 
 /** The stats `taken` holds of `path`, which it then holds no more. */
-export function takeStats(taken: Map<string, BigIntStats> | undefined, path: string): BigIntStats | undefined {
+export function takeStats(taken: Map<string, TakenStats> | undefined, path: string): TakenStats | undefined {
   const stats = taken?.get(path);
   if (stats) taken!.delete(path);
   return stats;
@@ -142,7 +147,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
 
   /** The identity of a regular file the walk listed (`path`, at `realPath`); a finding when it is unreadable or no longer a file. */
   const identify = (path: string, realPath: string, consequence: string): FileStats | undefined => {
-    let stats: BigIntStats;
+    let stats: TakenStats;
     try {
       stats = takeStats(filesTaken, realPath) ?? lstatSync(realPath, { bigint: true });
     } catch (error) {

@@ -116,10 +116,10 @@ export interface FileStats extends FileIdentity {
 }
 
 /**
- * The fields of `stats` a `FileStats` holds: kept for every file of a build, so without the other thirteen BigInts.
- * @internal Left out of the package's declarations, as `hashFile` is.
+ * The fields of `stats` (Node's `BigIntStats`) a `FileStats` holds: kept for every file of a build, so without the
+ * other thirteen BigInts.
  */
-export function fileStatsOf(stats: BigIntStats): FileStats {
+export function fileStatsOf(stats: FileStats): FileStats {
   return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
 }
 
