@@ -314,12 +314,12 @@ const BODY = Symbol("body");
 
 /**
  * Gives `target` a `body` read on first use and kept: an unchanged SKILL.md is read only when a rewritten bundle,
- * an inlined skill or a format function needs its body. The getter is not enumerable and what it reads sits under
- * a symbol, so JSON (the bundle's fingerprint, the cache) and key lists leave both out. One descriptor serves every
- * object: `Object.defineProperties` with fresh descriptors cost ~1 µs a call, four calls a skill.
+ * an inlined skill or a format function needs its body. Neither the getter nor what it reads (under a symbol) is
+ * enumerable, so copies, deep comparisons, JSON (the bundle's fingerprint) and the cache leave both out. One
+ * getter descriptor serves every object: `Object.defineProperties` with two fresh descriptors cost twice as much.
  */
 function withBody<T extends object>(target: T, body: string | (() => string)): T & { body: string } {
-  (target as { [BODY]?: string | (() => string) })[BODY] = body;
+  Object.defineProperty(target, BODY, { value: body, writable: true });
   return Object.defineProperty(target, "body", BODY_GETTER) as T & { body: string };
 }
 
