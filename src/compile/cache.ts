@@ -180,21 +180,17 @@ export class BuildCache {
    * walk found it inside the root, before any read); undefined when it did not, so the file must be read.
    */
   knownFile(displayPath: string, stats: FileStats): { size: number; sha256: string } | undefined {
-    const record = this.fileRecord(displayPath, stats);
-    if (!record) return undefined;
+    const record = this.previous.files[displayPath];
+    if (!record || typeof record.stat !== "string" || record.stat !== signatureOf(stats) || typeof record.sha256 !== "string" || !Number.isInteger(record.size)) return undefined;
     this.fileStats.unchanged++;
     this.next.files[displayPath] = record;
     return { size: record.size, sha256: record.sha256 };
   }
 
-  /** Whether `knownFile` would give the file's size and sha256; without keeping the record for the next build. */
-  knowsFile(displayPath: string, stats: FileStats): boolean {
-    return this.fileRecord(displayPath, stats) !== undefined;
-  }
-
-  private fileRecord(displayPath: string, stats: FileStats): FileRecord | undefined {
-    const record = this.previous.files[displayPath];
-    return record && typeof record.stat === "string" && record.stat === signatureOf(stats) && typeof record.sha256 === "string" && Number.isInteger(record.size) ? record : undefined;
+  /** Whether an earlier build recorded any file: false for a cold build (no cache, or one for other settings). */
+  hasFileRecords(): boolean {
+    for (const _ in this.previous.files) return true;
+    return false;
   }
 
   /** Records a file just hashed, with the stats it was read with (the open file's own); a racily clean one is left out. */

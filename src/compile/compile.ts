@@ -116,11 +116,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const counting: Promise<void>[] = [];
 
   const roots = new Map<string, RootListing>();
+  const taken = options.statsTaken;
+  const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir)));
   for (const agent of Object.values(config.agents)) {
     for (const source of agent.skills) {
       const root = resolveRoot(source.root, configDir);
-      const taken = options.statsTaken;
-      const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir)));
       if (!roots.has(root)) roots.set(root, discoverRoot(root, display, list, taken?.files));
     }
   }
@@ -142,11 +142,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
   }
   options.afterDiscovery?.();
-  // The skills' other files, unless the cache knows them: hashed in a worker thread while this one reads and parses
-  // the SKILL.md files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; they are hashed when needed.
-  const toHash: HashRequest[] = [];
-  for (const [path, expected] of verified) if (!byFile.has(path) && !options.cache?.knowsFile(display(path), expected)) toHash.push({ path, expected });
-  const hashedInWorker = toHash.length >= WORKER_MIN_FILES ? hashInWorker(toHash) : undefined;
+  // A cold build hashes the skills' other files in a worker thread while this one reads and parses the SKILL.md
+  // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
+  // by their signature and the few that changed are hashed here, when needed.
+  const otherFiles = (): HashRequest[] => [...verified].filter(([path]) => !byFile.has(path)).map(([path, expected]) => ({ path, expected }));
+  const hashedInWorker = !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES ? hashInWorker(otherFiles()) : undefined;
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
