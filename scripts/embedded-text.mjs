@@ -29,7 +29,11 @@ function runtimeText() {
   return code;
 }
 
-/** src/compile/hash-worker.ts with what it imports: the script of the worker thread that hashes skill files (src/compile/resources.ts). In a function of its own, as its names would otherwise be globals (`crypto` is one already). */
+/**
+ * src/compile/hash-worker.ts with what it imports: the script of the worker thread that hashes skill files
+ * (src/compile/resources.ts). In a function of its own: a worker's eval script runs at global scope, where its names
+ * would be globals (and `crypto` is one already, a getter that esbuild's `var crypto` cannot replace).
+ */
 function hashWorkerText() {
   return compile("src/compile/hash-worker.ts", { format: "iife", platform: "node" });
 }
