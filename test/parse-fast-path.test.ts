@@ -52,7 +52,8 @@ const line = fc.oneof(
       fc.constantFrom("  ", "  ", " ", "    ", "\t"),
       fc.array(fc.tuple(fc.constantFrom(null, null, null, null, "", " ", "\t"), fc.oneof(words, words, text, fc.constantFrom("- item", "# not a comment", "key: value", "a  b", "end ", "x\t"))), { minLength: 0, maxLength: 4 }),
     )
-    .map(([k, header, indent, lines]) => [`${k}: ${header}`, ...lines.map(([deviation, content]) => `${deviation === null ? indent : `${indent}${deviation}`.slice(deviation === "" ? indent.length : 0)}${content}`)].join("\n")),
+    // A line's deviation: none (the block's indentation), "" (column 0), or more indented; empty text makes a blank line.
+    .map(([k, header, indent, lines]) => [`${k}: ${header}`, ...lines.map(([deviation, content]) => `${deviation === null ? indent : deviation === "" ? "" : indent + deviation}${content}`)].join("\n")),
   // One level of nesting: `key:` then indented `key: value` lines.
   fc
     .tuple(key, fc.array(fc.tuple(fc.constantFrom("  ", "  ", "    ", " ", "\t", "   "), fc.oneof(key, fc.constantFrom("author", "null", "True")), fc.constantFrom(": ", ":", ":  "), value), { maxLength: 3 }))
