@@ -44,7 +44,7 @@ const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
  */
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads");
-const { createHash } = require("node:crypto");
+const { createHash, hash } = require("node:crypto");
 /** 66 bits of a line's sha256: 10,000 skills make ~50,000 lines, so two of them sharing a digest is a 1-in-10^10 chance. */
 const DIGEST_LENGTH = 11;
 const plainText = { disallowedSpecial: new Set() };
@@ -61,7 +61,8 @@ const known = new Map();
 let used = new Map();
 /** Texts counted whole whose lines are still to be remembered. */
 let unsplit = [];
-const digest = (line) => createHash("sha256").update(line).digest("base64").slice(0, DIGEST_LENGTH);
+// Node's one-shot digest (20.12 and later) costs a third as much a line as a Hash object: ~50,000 lines at 10,000 skills.
+const digest = hash ? (line) => hash("sha256", line, "base64").slice(0, DIGEST_LENGTH) : (line) => createHash("sha256").update(line).digest("base64").slice(0, DIGEST_LENGTH);
 const remember = (text) => {
   for (const entry of text.split(",")) {
     const tokens = entry.slice(DIGEST_LENGTH);
