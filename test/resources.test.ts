@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { compile } from "../src/compile/compile.js";
+import { compile, WORKER_MIN_FILES } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import { fileStatsOf, hashFile, hashInWorker, hashOutcome, sha256Hex, type HashRequest } from "../src/compile/resources.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
@@ -56,9 +56,11 @@ describe("hashInWorker", () => {
     const outside = await tempDir();
     writeFileSync(join(outside, "secret.md"), "outside\n");
     const tree: Record<string, string> = { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }) };
+    // Past the threshold, however it is set, so the files go to the worker.
+    const perSkill = Math.ceil(WORKER_MIN_FILES / 50) + 10;
     for (let skill = 0; skill < 50; skill++) {
       tree[`skills/s${skill}/SKILL.md`] = skillMd(`s${skill}`);
-      for (let file = 0; file < 110; file++) tree[`skills/s${skill}/references/r${file}.md`] = `reference ${skill}/${file}\n`;
+      for (let file = 0; file < perSkill; file++) tree[`skills/s${skill}/references/r${file}.md`] = `reference ${skill}/${file}\n`;
     }
     await writeTree(dir, tree);
     const swapped = join(dir, "skills/s3/references/r7.md");
@@ -69,7 +71,7 @@ describe("hashInWorker", () => {
       },
     });
     const files = result.agents[0]!.skills.flatMap((skill) => skill.files.map((file) => ({ ...file, path: `${skill.file.slice(0, -"SKILL.md".length)}${file.path}` })));
-    expect(files).toHaveLength(50 * 111 - 1);
+    expect(files).toHaveLength(50 * (perSkill + 1) - 1);
     for (const file of files) {
       const text = tree[file.path]!;
       expect(file).toEqual({ path: file.path, size: Buffer.byteLength(text), sha256: sha256(text) });

@@ -99,8 +99,9 @@ export interface CompileOptions {
  * Skill files to hash (besides SKILL.md) from which a worker thread pays for itself. Measured on 2 cores: at
  * ~37,000 files it took ~5% off a cold build; at 4,000, its start and the contention for the filesystem
  * (each thread slows the other's syscalls) cost what it saved.
+ * @internal Exported for the test that must reach it.
  */
-const WORKER_MIN_FILES = 5000;
+export const WORKER_MIN_FILES = 5000;
 
 /** config → discover → parse → validate → select → render, in memory. */
 export async function compile(loaded: LoadedConfig, options: CompileOptions = {}): Promise<Compilation> {
@@ -145,8 +146,10 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   // A cold build hashes the skills' other files in a worker thread while this one reads and parses the SKILL.md
   // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
   // by their signature and the few that changed are hashed here, when needed.
-  const otherFiles = (): HashRequest[] => [...verified].filter(([path]) => !byFile.has(path)).map(([path, expected]) => ({ path, expected }));
-  const hashedInWorker = !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES ? hashInWorker(otherFiles()) : undefined;
+  const hashedInWorker =
+    !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES
+      ? hashInWorker([...verified].filter(([path]) => !byFile.has(path)).map(([path, expected]): HashRequest => ({ path, expected })))
+      : undefined;
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
