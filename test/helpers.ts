@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { statSync, utimesSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { statSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -59,12 +59,17 @@ export function runCli(args: string[], options: { cwd: string; env?: Record<stri
 }
 
 /**
- * Rewrites `file` with `text` of the same size and puts its mtime back: what a stat signature without the ctime
- * (or a coarse timestamp) would miss. Throws if the sizes differ, so a test cannot lose its point by accident.
+ * Rewrites `file` with `text` of the same size and puts its mtime back to the nanosecond (`touch -r` from a file
+ * given its times first; `utimes` takes seconds as a double, which cannot hold them): what a stat signature
+ * without the ctime would miss. Throws if the size or mtime differs, so a test cannot lose its point by accident.
  */
 export async function sameSizeEdit(file: string, text: string): Promise<void> {
-  const { atime, mtime, size } = statSync(file);
+  const before = statSync(file, { bigint: true });
+  const times = join(await mkdtemp(join(tmpdir(), "skillbake-times-")), "times");
+  execFileSync("touch", ["-r", file, times]);
   await writeFile(file, text);
-  utimesSync(file, atime, mtime);
-  if (statSync(file).size !== size) throw new Error(`sameSizeEdit: ${file} changed size`);
+  execFileSync("touch", ["-r", times, file]);
+  await rm(dirname(times), { recursive: true });
+  const after = statSync(file, { bigint: true });
+  if (after.size !== before.size || after.mtimeNs !== before.mtimeNs) throw new Error(`sameSizeEdit: ${file} changed size or mtime`);
 }
