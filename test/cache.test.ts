@@ -6,7 +6,7 @@ import { build, type BuildResult } from "../src/api.js";
 import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
-import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const CACHE = "node_modules/.cache/skillbake/skills.config.json.json";
 
@@ -196,6 +196,31 @@ describe("build cache", () => {
       await run(dir);
       expect(await prompt(dir)).toBe(original);
     }
+  });
+
+  it("rewrites a bundle whose file was edited keeping its size and mtime, whose folder was swapped for a copy, or whose file was swapped for a link", async () => {
+    const dir = await project();
+    await run(dir);
+    const original = await prompt(dir);
+    const promptFile = join(dir, "dist/skills/prompts/main.txt");
+    // The same bytes, size and mtime: only the ctime tells (the racily clean case of an edit in the build's own tick aside).
+    await sameSizeEdit(promptFile, original.replace("alpha", "ALPHA"));
+    expect((await run(dir)).written).toBe(true);
+    expect(await prompt(dir)).toBe(original);
+
+    // The prompts folder moved away and a copy put in its place, with the same times (cp -p).
+    await rename(join(dir, "dist/skills/prompts"), join(dir, "moved-prompts"));
+    execFileSync("cp", ["-Rp", join(dir, "moved-prompts"), join(dir, "dist/skills/prompts")]);
+    expect((await run(dir)).written).toBe(true);
+    expect(await prompt(dir)).toBe(original);
+
+    // The prompt moved out of the bundle, and a link to it left in its place: the same file, reached through a link.
+    await rename(promptFile, join(dir, "moved-main.txt"));
+    await symlink(join(dir, "moved-main.txt"), promptFile);
+    expect((await run(dir)).written).toBe(true);
+    expect((await lstat(promptFile)).isSymbolicLink()).toBe(false);
+    expect(await prompt(dir)).toBe(original);
+    expect(await readFile(join(dir, "moved-main.txt"), "utf8")).toBe(original);
   });
 
   it("is not written by `build --check`", async () => {
