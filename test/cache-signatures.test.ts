@@ -108,9 +108,18 @@ describe("build cache: stat signatures", () => {
     expect(resource.read).toBe(false);
     expect(hashOf(dir, "beta", "references/guide.md")).toBe(createHash("sha256").update("# Guide, edited\n").digest("hex"));
 
-    // The module edited by hand: beta's body is read for it again (the manifest's copy is still good).
-    await writeFile(join(dir, "dist/skills/index.js"), readFileSync(join(dir, "dist/skills/index.js"), "utf8").replace("Steps for beta.", "Steps for BETA."));
+    // The module edited by hand, its size and mtime kept: beta's body is read for it again (the manifest's copy is still good).
+    await sameSizeEdit(join(dir, "dist/skills/index.js"), readFileSync(join(dir, "dist/skills/index.js"), "utf8").replace("Steps for beta.", "Steps for BETA."));
     expect((await rebuild("# alpha\n\nSteps, edited twice.")).read).toBe(true);
+    expect(readFileSync(join(dir, "dist/skills/index.js"), "utf8")).not.toContain("Steps for BETA.");
+
+    // The bundle's folder moved away and a copy put in its place (cp -p, times kept), its module edited: every file
+    // is another, so nothing is copied from it.
+    await rename(join(dir, "dist/skills"), join(dir, "dist/moved"));
+    execFileSync("cp", ["-Rp", join(dir, "dist/moved"), join(dir, "dist/skills")]);
+    await rm(join(dir, "dist/moved"), { recursive: true });
+    await sameSizeEdit(join(dir, "dist/skills/index.js"), readFileSync(join(dir, "dist/skills/index.js"), "utf8").replace("Steps for beta.", "Steps for BETA."));
+    expect((await rebuild("# alpha\n\nSteps, edited again twice.")).read).toBe(true);
     expect(readFileSync(join(dir, "dist/skills/index.js"), "utf8")).not.toContain("Steps for BETA.");
 
     // The module replaced by a link to a file outside the roots, of the same length: never read.
