@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A `skills build --watch` subprocess whose output is collected as it comes. */
 function startWatch(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
@@ -226,6 +226,17 @@ describe("skills build --watch", () => {
     await writeFile(join(dir, "skills.config.mjs"), config(`{ main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "skills" }] } }`));
     await waitFor(async () => (await prompt("other")).includes("alpha"), "the config edit in the bundle", output);
     expect(await loads()).toBe(2);
+
+    // An edit of the same size, its mtime put back, once the config has settled (a load within 2 s of its last
+    // change keeps no signature, so the next build loads it again whatever it is). It is loaded again: a file
+    // changed within 2 s of the check counts as changed, and its ctime differs besides.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited twice."));
+    await waitFor(async () => (await prompt("main")).includes("edited twice"), "the second edit in the bundle", output);
+    const settledLoads = await loads();
+    await sameSizeEdit(join(dir, "skills.config.mjs"), config(`{ main: { skills: [{ root: "skills" }] }, extra: { skills: [{ root: "skills" }] } }`));
+    await waitFor(async () => (await prompt("extra")).includes("alpha"), "the same-size config edit in the bundle", output);
+    expect(await loads()).toBe(settledLoads + 1);
 
     watch.child.kill("SIGINT");
     expect(await watch.exited).toBe(0);
