@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readFile, rename, symlink, writeFile } from "node:fs/promises";
@@ -68,6 +69,21 @@ describe("the transpiled-config cache", () => {
     await forgeEntry(dir);
     await writeFile(join(dir, "agents.ts"), 'export const description: string = "dddd";\n');
     expect(await description(dir)).toBe("dddd");
+  });
+
+  it("is not used when the folder of an import is renamed and a link to another put in its place, its file the same size and mtime", async () => {
+    const dir = await project();
+    await writeTree(dir, {
+      "skills.config.ts": 'import { defineConfig } from "skillbake";\nimport { description } from "./lib/agents";\nexport default defineConfig({ agents: { main: { description, skills: [{ root: "skills" }] } } });\n',
+      "lib/agents.js": 'export const description = "aaaa";\n',
+      "other/agents.js": 'export const description = "eeee";\n',
+    });
+    await description(dir);
+    await forgeEntry(dir);
+    execFileSync("touch", ["-r", join(dir, "lib/agents.js"), join(dir, "other/agents.js")]);
+    await rename(join(dir, "lib"), join(dir, "lib-old"));
+    await symlink(join(dir, "other"), join(dir, "lib"));
+    expect(await description(dir)).toBe("eeee");
   });
 
   it("is not used when a tsconfig.json appears in a folder above the config's", async () => {
