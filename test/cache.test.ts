@@ -203,7 +203,7 @@ describe("build cache", () => {
     await run(dir);
     const original = await prompt(dir);
     const promptFile = join(dir, "dist/skills/prompts/main.txt");
-    // The same bytes, size and mtime: only the ctime tells (the racily clean case of an edit in the build's own tick aside).
+    // Edited, its size and mtime kept: only the ctime tells (an edit within the build's own timestamp tick aside).
     await sameSizeEdit(promptFile, original.replace("alpha", "ALPHA"));
     expect((await run(dir)).written).toBe(true);
     expect(await prompt(dir)).toBe(original);
