@@ -65,3 +65,27 @@ export function styleFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): S
   const wrap = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
   return { red: wrap(31, 39), yellow: wrap(33, 39), dim: wrap(2, 22), bold: wrap(1, 22) };
 }
+
+/**
+ * What Markdown or GitHub would turn into something other than the text: every ASCII punctuation character (any
+ * may be backslashed in CommonMark, and each of `* _ [ ] ( ) < > ! # | ~ & : .` and more starts some markup: a link,
+ * an image, HTML such as `<details>` or an open `<!--`, an entity, a table cell, an autolinked URL), and what GitHub
+ * links after rendering, in the text itself: an `@mention`, an issue reference (`#12`, `owner/repo#12`, `GH-12`).
+ */
+const MARKDOWN_SPECIAL = /(@)|(#)(?=\d)|(GH-)(?=\d)|[!-/:-@[-`{-~]/giu;
+
+/**
+ * Escapes untrusted text (a skill's name or description, a manifest's string, a diagnostic's message) for one line
+ * of a Markdown page that GitHub renders, a pull-request comment or a job summary, where it reads as the same text
+ * and nothing else: hidden characters and line breaks shown escaped as `escapeInvisible` does, punctuation
+ * backslashed, and a zero-width space (`&#8203;`) after an `@` or before the number of an issue reference, so GitHub
+ * neither notifies anyone nor links an issue. Not for code spans or fenced blocks, where nothing is markup.
+ */
+export function escapeMarkdown(text: string): string {
+  return escapeInvisible(text).replace(MARKDOWN_SPECIAL, (char, at?: string, hash?: string, gh?: string) => {
+    if (at) return "\\@&#8203;";
+    if (hash) return "\\#&#8203;";
+    if (gh) return `${gh.slice(0, 2)}\\-&#8203;`;
+    return `\\${char}`;
+  });
+}
