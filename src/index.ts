@@ -3,7 +3,8 @@ export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsCo
 /** The zod the compiler validates with, for the config's `frontmatter` schema: no matching zod to install. */
 export { z } from "zod";
 export type { AgentSkill, CompiledAgent, Compilation } from "./compile/compile.js";
-export type { Diagnostic, RuleCode, Severity } from "./compile/diagnostics.js";
+export type { Diagnostic } from "./compile/diagnostics.js";
+export type { RuleCode, Severity } from "./compile/rules.js";
 /** Named here so a config's inferred type can name it (declaration emit: TS2742). */
 export type { FrontmatterSchema } from "./compile/custom-fields.js";
 export { OutputError } from "./bundle/emit.js";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check, type Diagnostic } from "../src/index.js";
-import { RULES, type RuleCode } from "../src/compile/diagnostics.js";
+import { RULES, type RuleCode } from "../src/compile/rules.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];

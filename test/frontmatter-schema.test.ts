@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { glob } from "tinyglobby";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import type { RuleCode } from "../src/compile/diagnostics.js";
+import type { RuleCode } from "../src/compile/rules.js";
 import { frontmatterJsonSchema, OPTIONAL_FIELD_NAMES } from "../src/compile/model.js";
 import { parseSkillFile } from "../src/compile/parse.js";
 import { validateSkill } from "../src/compile/validate.js";

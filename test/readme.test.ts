@@ -11,7 +11,7 @@ import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { configJsonSchema, configSchema, loadConfig } from "../src/compile/config.js";
-import { RULES } from "../src/compile/diagnostics.js";
+import { RULES } from "../src/compile/rules.js";
 import { parseSkillFile } from "../src/compile/parse.js";
 import { renderPrompt, type PromptSkill } from "../src/compile/render.js";
 import { validateSkill } from "../src/compile/validate.js";
@@ -207,7 +207,7 @@ describe("README and docs", () => {
 
   it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {
     const effect = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", none: "—" } as const;
-    const expected = Object.entries(RULES).map(([code, rule]) => [`\`${code}\``, rule.severity, effect[rule.skip], rule.when]);
+    const expected = Object.entries(RULES).map(([code, rule]) => [`\`${code}\``, rule.severity, effect[rule.skip], rule.description]);
     expect(tableRows(section(diagnostics, "docs/diagnostics.md", "diagnostics"))).toEqual(expected);
   });
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { TOOL_STYLES } from "../compile/config.js";
-import { RULE_CODES } from "../compile/diagnostics.js";
+import { RULE_CODES } from "../compile/rules.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { TOKEN_ENCODINGS } from "../compile/tokens.js";

@@ -1,7 +1,8 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
-import { countBySeverity, RULE_CODES, RULES, type Diagnostic } from "../compile/diagnostics.js";
+import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
+import { RULE_CODES, RULES } from "../compile/rules.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
 import { escapeInvisible, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
@@ -220,7 +221,7 @@ const DOCS_URL = `https://unpkg.com/skillbake@${PACKAGE_VERSION}/docs/`;
 
 /** The rules a SARIF log declares: every diagnostic code, then the CLI's own two. */
 const SARIF_RULES = [
-  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].when, helpUri: `${DOCS_URL}diagnostics.md`, level: RULES[code].severity })),
+  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].description, helpUri: `${DOCS_URL}diagnostics.md`, level: RULES[code].severity })),
   { id: "config-error", text: "the config cannot be loaded or is invalid", helpUri: `${DOCS_URL}configuration.md`, level: "error" },
   { id: "stale-bundle", text: "`build --check`: a bundle file differs from a fresh build", helpUri: `${DOCS_URL}review.md`, level: "error" },
 ] as const;

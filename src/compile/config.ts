@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { inspect } from "node:util";
 import { z } from "zod";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
-import { RULE_CODES } from "./diagnostics.js";
+import { RULE_CODES } from "./rules.js";
 import { readTranspiledConfig, writeTranspiledConfig, type TranspiledConfig } from "./config-cache.js";
 import { didYouMean } from "./suggest.js";
 import { systemErrorReason } from "./fs-error.js";

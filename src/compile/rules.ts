@@ -1,0 +1,63 @@
+/**
+ * Every diagnostic code, as data: its default severity, what it does to the skill it hits, whether `--fix` can
+ * mend it, and one line on when it fires. `docs/diagnostics.md` lists them (a test keeps the two equal), each code
+ * has its page `docs/rules/<code>.md`, and `skills rules` prints them. A new code is an entry here and a page.
+ */
+
+export type Severity = "error" | "warn";
+export type RuleSetting = Severity | "off";
+
+/** What a rule does to the skill it hits, besides reporting. */
+export type SkipEffect = "skip" | "keep" | "loser" | "dropped" | "none";
+
+/** A diagnostic code's defaults and documentation. */
+export interface Rule {
+  severity: RuleSetting;
+  skip: SkipEffect;
+  /** `--fix` rewrites the frontmatter to mend what the rule found, where that cannot change what the skill means. */
+  fixable?: true;
+  /** When the rule fires, in a line: the docs table's "when" column and `skills rules`' description. */
+  description: string;
+}
+
+const RULE_DATA = {
+  "frontmatter-missing": { severity: "error", skip: "skip", description: "no `---` on line 1" },
+  "frontmatter-unclosed": { severity: "error", skip: "skip", description: "no closing `---`" },
+  "yaml-invalid": { severity: "error", skip: "skip", description: "YAML does not parse" },
+  "yaml-recovered": { severity: "warn", skip: "keep", description: "parsed by the `recover` fallback" },
+  "frontmatter-not-mapping": { severity: "error", skip: "skip", description: "YAML is a list or a scalar" },
+  "description-missing": { severity: "error", skip: "skip", description: "absent or blank" },
+  "description-type": { severity: "error", skip: "skip", description: "not a string" },
+  "description-too-long": { severity: "warn", skip: "keep", description: "over 1024 characters" },
+  "description-invisible": { severity: "warn", skip: "keep", description: "contains control characters, bidi controls or invisible tag characters" },
+  "description-fallback": { severity: "warn", skip: "keep", description: "`descriptionFallback` took the body's first paragraph" },
+  "name-missing": { severity: "warn", skip: "keep", description: "fell back to the folder name" },
+  "name-type": { severity: "error", skip: "skip", description: "not a string" },
+  "name-mismatch": { severity: "warn", skip: "keep", description: "name ≠ parent folder name" },
+  "name-invalid": { severity: "warn", skip: "keep", description: "not `^[a-z0-9]+(-[a-z0-9]+)*$`" },
+  "name-too-long": { severity: "warn", skip: "keep", description: "over 64 characters" },
+  "duplicate-name": { severity: "warn", skip: "loser", description: "same name twice in one root" },
+  "duplicate-across-sources": { severity: "warn", skip: "keep", description: "same name selected from several sources" },
+  "selection-overlap": { severity: "warn", skip: "keep", description: "matched by `available` and `inline`" },
+  "pattern-unmatched": { severity: "warn", skip: "keep", description: "a pattern selected nothing" },
+  "root-missing": { severity: "warn", skip: "none", description: "a root does not exist or cannot be read" },
+  "root-not-folder": { severity: "error", skip: "none", description: "a root is a file, not a folder" },
+  "symlink-escape": { severity: "warn", skip: "skip", description: "a link resolves outside its root" },
+  "path-unreadable": { severity: "warn", skip: "skip", description: "a folder or SKILL.md inside a root cannot be read" },
+  "path-changed": { severity: "error", skip: "skip", description: "a file inside a root was replaced after discovery (by a link out of the root, say); it is not read" },
+  "skill-folder-too-large": { severity: "error", skip: "keep", description: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
+  "field-invalid": { severity: "warn", skip: "keep", description: "a known optional field has the wrong type or size" },
+  "field-unknown": { severity: "off", skip: "keep", description: "a field outside the model" },
+  "frontmatter-schema": { severity: "error", skip: "skip", description: "a custom field fails the config's `frontmatter` schema (wrong type, missing, or undeclared under a strict schema)" },
+  "field-lookalike": { severity: "warn", skip: "keep", description: "a field named as a known one but for case or spaces (`Name:` beside `name:`)" },
+  "budget-exceeded": { severity: "warn", skip: "dropped", description: "the catalogue passed the agent's `budget`" },
+  "body-closes-tag": { severity: "warn", skip: "keep", description: "an inline body contains `</skill>` or a `<skill>` opening tag" },
+  "body-too-long": { severity: "off", skip: "keep", description: "body over 500 lines" },
+  "encoding-invalid": { severity: "error", skip: "skip", description: "not UTF-8" },
+  "file-too-large": { severity: "error", skip: "skip", description: "over 1 MiB" },
+} as const satisfies Record<string, Rule>;
+
+export type RuleCode = keyof typeof RULE_DATA;
+export const RULES: Readonly<Record<RuleCode, Rule>> = RULE_DATA;
+export const RULE_CODES = Object.keys(RULES) as RuleCode[];
+
