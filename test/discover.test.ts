@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -44,6 +45,33 @@ describe("discoverRoot", () => {
       "other/private/SKILL.md": skillMd("private"),
     });
     expect(await list(root)).toEqual(["keep-wip", "other/private", "team/public"]);
+  });
+
+  it("lets a deeper .gitignore re-include what a shallower one excluded, but nothing below an excluded folder", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      ".gitignore": "*-wip\ndrafts/\n",
+      "sub/.gitignore": "!tool-wip\n",
+      "sub/tool-wip/SKILL.md": skillMd("tool-wip"),
+      "sub/other-wip/SKILL.md": skillMd("other-wip"),
+      "drafts/.gitignore": "!idea\n",
+      "drafts/idea/SKILL.md": skillMd("idea"),
+      "team/.gitignore": "!tool-wip\n",
+      "team/tool-wip/.gitignore": "*.log\n",
+      "team/tool-wip/SKILL.md": skillMd("tool-wip"),
+      "team/tool-wip/notes-wip": "excluded by the root's pattern, as a file",
+      "team/tool-wip/run.log": "excluded by its own folder's pattern",
+      "team/tool-wip/guide.md": "kept",
+    });
+    const listing = await discoverRoot(root, (path) => path);
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([
+      ["sub/tool-wip", ["SKILL.md"]],
+      ["team/tool-wip", ["SKILL.md", "guide.md"]],
+    ]);
+    // What git itself keeps in that tree.
+    execFileSync("git", ["init", "-q"], { cwd: root });
+    const kept = execFileSync("git", ["ls-files", "--others", "--exclude-standard"], { cwd: root, encoding: "utf8" });
+    expect(kept.split("\n").filter((path) => path.endsWith(".md")).sort()).toEqual(["sub/tool-wip/SKILL.md", "team/tool-wip/SKILL.md", "team/tool-wip/guide.md"]);
   });
 
   it("follows links inside the root, skips broken ones, counts a file reached twice once, and ends cycles", async () => {

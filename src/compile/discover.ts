@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
-import ignore, { type Ignore } from "ignore";
+import { isIgnored, withGitignore, type GitignoreRules } from "./gitignore.js";
 import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
@@ -88,12 +88,6 @@ export interface RootListing {
   folders: string[];
 }
 
-interface IgnoreLayer {
-  /** Folder of the .gitignore relative to the root, with a trailing `/` unless it is the root. */
-  prefix: string;
-  matcher: Ignore;
-}
-
 /**
  * Walks one root (SPEC §3): dot entries and node_modules skipped, .gitignore honoured, symlinks followed
  * while they stay inside the root, and a folder holding SKILL.md is one skill whose subfolders are its
@@ -135,14 +129,14 @@ export function discoverRoot(root: string, display: (path: string) => string, li
   /** Real paths of the folders walked so far. */
   const listed = new Set<string>();
   const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
-  const withIgnoreFile = (layers: readonly IgnoreLayer[], dir: string, relDir: string): readonly IgnoreLayer[] => {
+  const withIgnoreFile = (ignoreRules: GitignoreRules, dir: string, relDir: string): GitignoreRules => {
     let rules = "";
     try {
       rules = readFileSync(pathIn(dir, ".gitignore"), "utf8");
     } catch {
       // an unreadable .gitignore ignores nothing
     }
-    return [...layers, { prefix: relDir ? `${relDir}/` : "", matcher: ignore().add(rules) }];
+    return withGitignore(ignoreRules, relDir, rules);
   };
 
   /** The identity of a regular file the walk listed (`path`, at `realPath`); a finding when it is unreadable or no longer a file. */
@@ -159,7 +153,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
     return undefined;
   };
 
-  const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], layers: readonly IgnoreLayer[], viaLink: boolean): void => {
+  const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], ignoreRules: GitignoreRules, viaLink: boolean): void => {
     if (listed.has(dirReal)) return; // reached before, through a link or as a link's target: a cycle or a second path
     listed.add(dirReal);
     let entries: FolderEntry[];
@@ -173,7 +167,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
     const gitignore = entries.some((entry) => entry.name === ".gitignore" && entry.isFile());
 
     const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
-    if (skillEntry && !isIgnored(layers, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
+    if (skillEntry && !isIgnored(ignoreRules, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
       const file = pathIn(dir, "SKILL.md");
       let realFile: string | undefined;
       let identity: FileStats | undefined;
@@ -196,7 +190,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       if (realFile !== undefined && identity !== undefined) {
         const files = new Map<string, FileStats>();
         const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
-        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(layers, dir, relDir) : layers, entries, files, budget);
+        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(ignoreRules, dir, relDir) : ignoreRules, entries, files, budget);
         if (budget.left < 0) {
           findings.push({
             code: "skill-folder-too-large",
@@ -212,21 +206,21 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       // A SKILL.md that is not a file (reported above) does not make a skill; keep walking.
     }
 
-    if (gitignore) layers = withIgnoreFile(layers, dir, relDir);
+    if (gitignore) ignoreRules = withIgnoreFile(ignoreRules, dir, relDir);
     for (const entry of entries) {
       if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
       const path = pathIn(dir, entry.name);
       if (entry.isDirectory()) {
-        if (!isIgnored(layers, rel, true)) walk(path, rel, pathIn(dirReal, entry.name), [...ancestors, dirReal], layers, viaLink);
+        if (!isIgnored(ignoreRules, rel, true)) walk(path, rel, pathIn(dirReal, entry.name), [...ancestors, dirReal], ignoreRules, viaLink);
       } else if (entry.isSymbolicLink()) {
         const target = resolveLink(path);
-        if (!target?.stats.isDirectory() || isIgnored(layers, rel, true)) continue; // broken links and links to files are not skills
+        if (!target?.stats.isDirectory() || isIgnored(ignoreRules, rel, true)) continue; // broken links and links to files are not skills
         if (!isInsideRoot(target.real)) {
           findings.push(escapeFinding(display(path), target.real, display));
           continue;
         }
-        walk(path, rel, target.real, [...ancestors, dirReal], layers, true);
+        walk(path, rel, target.real, [...ancestors, dirReal], ignoreRules, true);
       }
     }
   };
@@ -241,7 +235,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
     skillRel: string,
     dirReal: string,
     ancestors: readonly string[],
-    layers: readonly IgnoreLayer[],
+    ignoreRules: GitignoreRules,
     entries: readonly FolderEntry[],
     files: Map<string, FileStats>,
     budget: { left: number },
@@ -264,23 +258,23 @@ export function discoverRoot(root: string, display: (path: string) => string, li
         }
         folders.push(path);
         const ignoreFile = inner.some((child) => child.name === ".gitignore" && child.isFile());
-        collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(layers, path, rel) : layers, inner, files, budget);
+        collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(ignoreRules, path, rel) : ignoreRules, inner, files, budget);
       };
       if (entry.isFile()) {
-        const identity = isIgnored(layers, rel, false) ? undefined : identify(path, pathIn(dirReal, entry.name), "it is left out of the skill's files");
+        const identity = isIgnored(ignoreRules, rel, false) ? undefined : identify(path, pathIn(dirReal, entry.name), "it is left out of the skill's files");
         if (identity) files.set(fileRel, identity);
       } else if (!entry.isDirectory() && !entry.isSymbolicLink()) {
-        if (!isIgnored(layers, rel, false)) findings.push(notInFiles(display(path), describeKind(entry)));
+        if (!isIgnored(ignoreRules, rel, false)) findings.push(notInFiles(display(path), describeKind(entry)));
       } else if (entry.isDirectory()) {
-        if (!isIgnored(layers, rel, true)) descend(pathIn(dirReal, entry.name));
+        if (!isIgnored(ignoreRules, rel, true)) descend(pathIn(dirReal, entry.name));
       } else if (entry.isSymbolicLink()) {
         const target = resolveLink(path);
         if (!target) continue; // a broken link
         if (!(target.stats.isFile() || target.stats.isDirectory())) {
-          if (!isIgnored(layers, rel, false)) findings.push(notInFiles(display(path), `is a link to something that ${describeKind(target.stats)}`));
+          if (!isIgnored(ignoreRules, rel, false)) findings.push(notInFiles(display(path), `is a link to something that ${describeKind(target.stats)}`));
           continue;
         }
-        if (isIgnored(layers, rel, target.stats.isDirectory())) continue;
+        if (isIgnored(ignoreRules, rel, target.stats.isDirectory())) continue;
         if (!isInsideRoot(target.real)) {
           findings.push(escapeFinding(display(path), target.real, display));
           continue;
@@ -291,7 +285,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
     }
   };
 
-  walk(root, "", rootReal, [], [], false);
+  walk(root, "", rootReal, [], undefined, false);
 
   found.sort((a, b) => comparePaths(a.dir, b.dir));
   const seen = new Set<string>();
@@ -327,18 +321,6 @@ const UNNORMALIZED = /^$|(^|\/)\.{0,2}(\/|$)/;
 export function pathIn(dir: string, rel: string): string {
   if (sep !== "/" && rel.includes("/")) return join(dir, rel);
   return dir.endsWith(sep) ? dir + rel : dir + sep + rel;
-}
-
-/** git's rule: the deepest .gitignore with a verdict on the path decides. */
-function isIgnored(layers: readonly IgnoreLayer[], rel: string, isDir: boolean): boolean {
-  for (let i = layers.length - 1; i >= 0; i--) {
-    const layer = layers[i]!;
-    if (!rel.startsWith(layer.prefix)) continue;
-    const verdict = layer.matcher.test(rel.slice(layer.prefix.length) + (isDir ? "/" : ""));
-    if (verdict.ignored) return true;
-    if (verdict.unignored) return false;
-  }
-  return false;
 }
 
 /** Where a link leads; its stats are the target's own (lstat of the real path), to be its identity. */
