@@ -6,11 +6,12 @@
  * and is an ES module project, as `tsc --init`'s `verbatimModuleSyntax` needs for `import` in a .ts file.
  */
 import { execFile } from "node:child_process";
-import { cp, readdir, symlink, writeFile } from "node:fs/promises";
+import { cp, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { REPO, tempDir } from "./helpers.js";
+import { internalReferences } from "./internal-references.js";
 
 const run = promisify(execFile);
 const TSC = join(REPO, "node_modules/typescript/bin/tsc");
@@ -38,6 +39,7 @@ const TSCONFIGS: Record<string, object> = {
 
 let tarball = "";
 let files: string[] = [];
+let unpacked = "";
 let project = "";
 
 beforeAll(async () => {
@@ -48,6 +50,8 @@ beforeAll(async () => {
   await run("npm", ["pack", "--silent", "--pack-destination", source], { cwd: source, env: NPM_ENV });
   tarball = join(source, (await readdir(source)).find((name) => name.endsWith(".tgz"))!);
   files = (await run("tar", ["-tzf", tarball])).stdout.trim().split("\n").sort();
+  unpacked = await tempDir("skillbake-unpacked-");
+  await run("tar", ["-xzf", tarball, "-C", unpacked]);
 
   project = await tempDir("skillbake-user-");
   await writeFile(join(project, "package.json"), `${JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2)}\n`);
@@ -64,6 +68,15 @@ describe("the packed package", () => {
     expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
     // The packer's code cache is for its own Node: each install makes its own.
     expect(files.filter((file) => file.endsWith(".cache"))).toEqual([]);
+  });
+
+  it("names no design note, issue or round in any file it ships but the bundled code (scanned at its source)", async () => {
+    const found: string[] = [];
+    for (const file of files.filter((name) => !/\.c?js$/.test(name))) {
+      found.push(...internalReferences(await readFile(join(unpacked, file), "utf8")).map((hit) => `${file}:${hit}`));
+    }
+    expect(files.filter((name) => name.endsWith(".d.ts")).length).toBeGreaterThan(5);
+    expect(found).toEqual([]);
   });
 
   it("installs both bins, and `skills init` + `skills build` work in the new project", async () => {

@@ -13,7 +13,7 @@ import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
 
 export interface Bundle {
-  /** Every file of the bundle (SPEC §6); a file comes after any file it takes a hash of or is the same as. */
+  /** Every file of the bundle; a file comes after any file it takes a hash of or is the same as. */
   files: BundleFile[];
   /** The bundled skills' bodies, by skill in manifest order. */
   bodies: BundleBody[];
@@ -66,7 +66,7 @@ function bundledSkills(compilation: Compilation): AgentSkill[] {
 }
 
 /**
- * The bundle's files (SPEC §6). Pure: every output is derived from the compilation alone, with sorted keys, LF
+ * The bundle's files. Pure: every output is derived from the compilation alone, with sorted keys, LF
  * line ends and a final newline (prompts excepted: they are byte-exact prompt text). The manifest and the
  * modules are made as they are written (see `lazyParts`).
  */

@@ -23,7 +23,7 @@ export class OutDirLockedError extends OutputError {
 }
 
 /**
- * Writes the bundle into a sibling temporary folder, then swaps it in (SPEC §6), so readers see the old
+ * Writes the bundle into a sibling temporary folder, then swaps it in, so readers see the old
  * bundle or the new one, never a mix. `copies` are skill files `stage: true` puts into the bundle.
  *
  * - Refused before anything is created: an outDir that is or holds the filesystem root, the home folder, the

@@ -7,7 +7,7 @@ import { TOKEN_ENCODINGS } from "../compile/tokens.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
 
 /**
- * `manifest.json` (SPEC §6): the bundle's data for servers in any language. This schema is its definition:
+ * `manifest.json`: the bundle's data for servers in any language. This schema is its definition:
  * `bundle.ts` builds a `Manifest`, `skills schema manifest` publishes the JSON Schema, and readers can parse
  * with it. A change that breaks readers bumps `schemaVersion`.
  */

@@ -11,7 +11,7 @@ import type { AgentData, SkillFile, SkillTable } from "../runtime/helpers.js";
 declare const __SKILLBAKE_RUNTIME__: string;
 
 /**
- * The bundle's modules (SPEC §6): `index.js` with every agent and `agents/<id>.js` with one, each with its
+ * The bundle's modules: `index.js` with every agent and `agents/<id>.js` with one, each with its
  * `.d.ts`, and the `package.json` that marks them as ES modules. A module holds the runtime and its data and
  * nothing else: no import, no file access, so a server loads it with no dependency and no skill folder beside it.
  * `bundled` holds the bundle's skills in body order; a module lists its skills in that order.

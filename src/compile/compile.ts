@@ -256,7 +256,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
             prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text, invocation),
           }
         : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
-    // A budget drops skills from the catalogue only: they stay the agent's, found by name (seed 001).
+    // A budget drops skills from the catalogue only: they stay the agent's, found by name (a user may still invoke them).
     let listed = all;
     let budget: CompiledAgent["budget"];
     const applied = agentBudget(agent.budget, loaded.environmentBudget);

@@ -46,7 +46,7 @@ const frontmatterSetting = z
   });
 
 const agentSchema = z.strictObject({
-  /** Omitted or []: an agent of context files only (seed 002's chat agent). */
+  /** Omitted or []: an agent of context files only (a chat agent that invokes no skill, say). */
   skills: z.array(sourceSchema).default([]),
   format: formatSchema.optional(),
   /** What the catalogue of available skills may take, in characters, `{ contextWindow }` or `{ tokens }`; later skills are dropped from it past that. */
@@ -54,7 +54,7 @@ const agentSchema = z.strictObject({
     .union(
       [
         z.number().int().positive("a budget is a positive number of characters"),
-        /** Seed 001: 2% of the model's context window (in tokens), counted in characters at 4 a token. */
+        /** 2% of the model's context window (in tokens), counted in characters at 4 a token: 16,000 for 200,000 tokens. */
         z.strictObject({ contextWindow: z.number().int().positive("a context window is a positive number of tokens") }),
         z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") }),
       ],
@@ -68,7 +68,7 @@ const agentSchema = z.strictObject({
   /** Globs, relative to the config folder, of Markdown files placed before the skills in the prompt. */
   context: patterns.optional(),
   description: z.string().optional(),
-  /** The skill tool's style (seed designs 001, 002, 004) and the name the model calls it by; `use_skill` when omitted. */
+  /** The skill tool's style (its parameters and answer) and the name the model calls it by; `use_skill` when omitted. */
   tool: z
     .strictObject({
       style: z.enum(TOOL_STYLES).default("use_skill"),
@@ -76,9 +76,9 @@ const agentSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a tool name is 1 to 64 letters, digits, _ or -").optional(),
     })
     .optional(),
-  /** How the model invokes a skill: "read" (omitted) its file, as in Pi; "tool": it calls the skill tool (seed 001). */
+  /** How the model invokes a skill: "read" (omitted) its file, as in Pi and Codex; "tool": it calls the skill tool, as in Claude Code. */
   invoke: z.enum(["read", "tool"]).optional(),
-  /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description (seed 004, Claude Code). */
+  /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description, as Claude Code lists its skills. */
   catalogue: z.enum(["prompt", "tool"]).optional(),
 }).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
   message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
@@ -103,7 +103,8 @@ export const configSchema = z.strictObject({
   tokens: z.strictObject({ encoding: z.enum(TOKEN_ENCODINGS).default(DEFAULT_TOKEN_ENCODING) }).optional(),
   /**
    * true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. An object
-   * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, seed design 002) and how (`link`: hard links).
+   * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, for an agent that lists a folder of its own)
+   * and how (`link`: hard links).
    */
   stage: z
     .union([
@@ -115,8 +116,8 @@ export const configSchema = z.strictObject({
     ])
     .optional(),
   /**
-   * A Markdown file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (seed design
-   * 002's AGENTS.md). Only a plain `.md` name: it cannot leave the agent's folder or take the place of its `skills`.
+   * A Markdown file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (an
+   * AGENTS.md, for an agent that reads its instructions from disk, as Codex does). Only a plain `.md` name: it cannot leave the agent's folder or take the place of its `skills`.
    */
   contextFile: z
     .string()
@@ -180,7 +181,7 @@ export interface LoadedConfig {
   environmentBudget?: number;
 }
 
-/** Seed 004's setting: the character budget of every agent whose config sets none. */
+/** The environment variable that sets the character budget of every agent whose config sets none. */
 export const BUDGET_VARIABLE = "SKILLS_PROMPT_CHAR_BUDGET";
 
 /** `SKILLS_PROMPT_CHAR_BUDGET`, when set: a positive whole number, or the run stops as for a bad config. */

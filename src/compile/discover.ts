@@ -89,10 +89,10 @@ export interface RootListing {
 }
 
 /**
- * Walks one root (SPEC §3): dot entries and node_modules skipped, .gitignore honoured, symlinks followed
+ * Walks one root: dot entries and node_modules skipped, .gitignore honoured, symlinks followed
  * while they stay inside the root, and a folder holding SKILL.md is one skill whose subfolders are its
  * resources. Each folder's entries are walked in path order and each real folder is listed once, at the first
- * path that reaches it: that is the path dedupe would keep (SPEC §2), and links that fan out cannot make the
+ * path that reaches it: that is the path dedupe would keep, and links that fan out cannot make the
  * walk exponential. The result never depends on the order in which the filesystem lists entries.
  *
  * Synchronous on purpose: with the page cache warm (every build after a checkout or an edit), a synchronous
@@ -294,7 +294,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
 }
 
 /**
- * Path order (SPEC §3): depth first, each folder's entries in bytewise order of their names. That is code point
+ * Path order: depth first, each folder's entries in bytewise order of their names. That is code point
  * order with "/" below every other character, compared in place: sorting 10,000 paths calls this ~140,000 times.
  */
 export function comparePaths(a: string, b: string): number {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The frontmatter model (SPEC §3): the single source of the known fields' types. Validation,
+ * The frontmatter model: the single source of the known fields' types. Validation,
  * the manifest and the generated `.d.ts` all derive from it.
  * `name` and `description` are checked by their own rules (name-*, description-*), so they are
  * not part of this object; every field here is optional and a bad value is `field-invalid`.
@@ -37,15 +37,16 @@ export const MAX_DESCRIPTION_LENGTH = 1024;
 export const NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 /**
- * What a skill that does not set these fields gets (seed 001's defaults): the manifest and the module carry all
- * four in every skill's `fields`, so a server reads them without a fallback of its own.
+ * What a skill that does not set these fields gets: it runs in the conversation (`inline`), as the general agent,
+ * and both the user and the model may invoke it. The manifest and the module carry all four in every skill's
+ * `fields`, so a server reads them without a fallback of its own.
  */
 export const FIELD_DEFAULTS = { context: "inline", agent: "general", "user-invocable": true, "disable-model-invocation": false } as const;
 
 /**
  * `agent` names the task type a forked skill runs as, so another value only means something with `context: fork`.
  * `fork` without `agent` is valid: the server picks its default (Claude Code's is general-purpose). `general`, the
- * default, is fine anywhere: seed 001 writes `context: inline` and `agent: general` in every skill.
+ * default, is fine anywhere: catalogues that write `context: inline` and `agent: general` in every skill are clean.
  */
 export function agentWithoutFork(fields: { context?: unknown; agent?: unknown }): boolean {
   return fields.agent !== undefined && fields.agent !== null && fields.agent !== FIELD_DEFAULTS.agent && fields.context !== "fork";

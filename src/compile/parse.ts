@@ -1,7 +1,7 @@
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type YAMLError, type YAMLMap } from "yaml";
 import type { Finding } from "./diagnostics.js";
 
-/** SPEC §3: a SKILL.md over 1 MiB is `file-too-large`. */
+/** A SKILL.md over 1 MiB is `file-too-large`. */
 export const MAX_SKILL_FILE_BYTES = 1024 * 1024;
 /**
  * Hostile YAML is bounded before it is turned into values: at most this many aliases (each costs a scan of the
@@ -37,7 +37,7 @@ export interface ParsedSkillFile {
 }
 
 /**
- * SKILL.md bytes → frontmatter fields and body (SPEC §3). Pure: `file` is only used to label findings.
+ * SKILL.md bytes → frontmatter fields and body. Pure: `file` is only used to label findings.
  * `recover` reads each top-level field on its own where the YAML fails. `size`: the file's size,
  * when `bytes` holds only as much of a large file as it takes to tell that it is over the limit.
  */

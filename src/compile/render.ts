@@ -5,8 +5,9 @@ import { DEFAULT_TOOL, escapeXml, oneLine, renderInlineBlock, skillToolDescripti
 export type LocationSetting = "absolute" | "relative" | { base: string };
 export type FormatName = "pi" | "markdown";
 /**
- * How the model invokes an agent's skills: it reads the skill's file (`read`, Pi), or calls the skill `tool` (seed
- * 001); where the catalogue goes: the prompt, or the tool's description (seed 004); and that tool.
+ * How the model invokes an agent's skills: it reads the skill's file (`read`, as in Pi and Codex), or calls the
+ * skill `tool` (as in Claude Code); where the catalogue goes: the prompt, or the tool's description (as Claude
+ * Code's Skill tool lists skills); and that tool.
  */
 export interface Invocation {
   invoke: "read" | "tool";
@@ -56,7 +57,7 @@ export interface FormatContext {
 export type FormatFunction = (ctx: FormatContext) => string;
 
 /**
- * Where the prompt says a skill's file is (SPEC §5): as discovered, relative to the config folder, or under
+ * Where the prompt says a skill's file is: as discovered, relative to the config folder, or under
  * a fixed base. `displayFile` is already relative to the config folder and `/`-separated. `basePath` is the
  * path put under `{ base }`: `displayFile`, except for a staged copy, whose base is where the bundle is deployed.
  */
@@ -85,7 +86,7 @@ export function renderPrompt(
   const inPrompt = invocation.catalogue === "prompt" ? catalogue : "";
   const prompt = [context, inPrompt, ...blocks].filter((part) => part !== "").join("\n\n");
   if (invocation.catalogue === "prompt") return { prompt, catalogueCharacters: catalogue.length };
-  // Seed 004 and Claude Code: the catalogue is part of the skill tool's own description.
+  // As Claude Code lists skills: the catalogue is part of the skill tool's own description.
   const toolDescription = [skillToolDescription(invocation.tool.style), catalogue].filter((part) => part !== "").join("\n\n");
   return { prompt, catalogueCharacters: catalogue.length, toolDescription };
 }
@@ -144,7 +145,7 @@ const FORMATS: Record<FormatName, Format> = {
     catalogue(skills, { invoke, tool }) {
       if (skills.length === 0) return "";
       if (invoke === "read") return ["Available skills:", ...skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)} (file: ${oneLine(skill.location)})`)].join("\n");
-      // Seed 001's listing, word for word.
+      // Names and descriptions, then the line that says which tool invokes them.
       const lines = skills.map((skill) => `- ${oneLine(skill.name)}: ${oneLine(skill.description)}`);
       return ["Available skills:", ...lines, "", `Use the ${tool.name} tool to invoke a skill when relevant.`].join("\n");
     },

@@ -36,7 +36,7 @@ export interface SourceView {
 export type SelectionSettings = Partial<Pick<AgentConfig, "allow" | "duplicates">>;
 
 /**
- * Which skills an agent sees and how (SPEC §2). Pure. Output order: sources in config order, within a
+ * Which skills an agent sees and how. Pure. Output order: sources in config order, within a
  * source by name, then path. Each source's patterns select; then `allow` keeps the names it matches; then
  * `duplicates` settles a name selected from several sources.
  */
@@ -156,7 +156,7 @@ function narrow(source: SourceView): readonly RootSkill[] {
 /**
 /**
  * Two skills of one name in one root (`duplicate-name`): the first in path order wins, or with
- * `duplicates: "last"` the last (seeds 003 and 004: the last discovered overrides). Names are compared in
+ * `duplicates: "last"` the last (the last discovered overrides, as in a server that keys skills by name). Names are compared in
  * Unicode's canonical form (NFC), so "café" spelled with é and with e + U+0301, which print alike, are one name.
  */
 function uniqueNames(skills: readonly RootSkill[], wins: "first" | "last", findings: Finding[]): RootSkill[] {
@@ -190,7 +190,7 @@ interface PatternSet {
 /**
  * picomatch given a list OR-s every pattern, so a `!x` in a list would match nearly everything. Here
  * positive patterns select and `!` patterns remove from that selection; a list of only `!` patterns
- * removes from every name. `/` in a name separates namespaces (seed 002's `triage/issue-triage`): `triage/*`
+ * removes from every name. `/` in a name separates namespaces (`triage/issue-triage`): `triage/*`
  * matches inside one, and `*` alone, the default selection, matches every name, namespaced ones included.
  */
 export function compilePatterns(patterns: readonly string[]): PatternSet {

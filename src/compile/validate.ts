@@ -39,7 +39,7 @@ export interface ValidationResult {
   findings: Finding[];
 }
 
-/** Parsed frontmatter → typed skill content and findings (SPEC §3–§4). Pure. */
+/** Parsed frontmatter → typed skill content and findings. Pure. */
 export function validateSkill(file: string, folderName: string, parsed: ParsedSkillFile, options: ValidateOptions = {}): ValidationResult {
   const findings = [...parsed.findings];
   if (!parsed.fields) return { findings };

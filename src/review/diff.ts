@@ -1,6 +1,6 @@
 /**
  * Pure comparisons shared by `skills build --check` and `skills diff`: a line diff with a unified-style view,
- * and the per-agent comparison of two bundle manifests (SPEC §7).
+ * and the per-agent comparison of two bundle manifests.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";

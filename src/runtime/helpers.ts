@@ -1,5 +1,5 @@
 /**
- * The runtime of the generated bundle modules (SPEC §6): `getPrompt`, `getSkill`, `findSkill`, `renderSkill`,
+ * The runtime of the generated bundle modules: `getPrompt`, `getSkill`, `findSkill`, `renderSkill`,
  * `expandCommand`, `listUserInvocable`, `skillTool`, `callSkillTool` and the `SkillError` they throw. This file is the only source of that code. It is type-checked and tested
  * as TypeScript here, and `scripts/embedded-text.mjs` compiles it once per CLI build into the text that
  * `src/bundle/module.ts` copies verbatim into every `index.js` and `agents/<id>.js`. So it must stay self-contained:
@@ -53,7 +53,7 @@ export interface SkillStructure {
 }
 
 /**
- * The skill tool's shape (seed designs 001, 002 and 004): `use_skill` takes `{ skill, args? }` and answers the
+ * The skill tool's shape: `use_skill` takes `{ skill, args? }` and answers the
  * skill's inline block with the arguments applied; `read_skill` takes `{ name }` and answers the inline block;
  * `Skill` takes `{ name, args? }` and answers `{ name, base_dir, content }`, the body with the arguments applied.
  */
@@ -417,7 +417,7 @@ function listNames(names: readonly string[]): string {
 const PLACEHOLDER = /\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)/g;
 
 /**
- * The argument rules of SPEC §6. `args` is trimmed (as Pi trims `/skill:name  args `). `$ARGUMENTS` becomes the
+ * How arguments are applied to a body. `args` is trimmed (as Pi trims `/skill:name  args `). `$ARGUMENTS` becomes the
  * whole string, `$ARGUMENTS[N]` and `$N` the N-th (0-based) shell-style word, or "" past the last word. All
  * placeholders are replaced in one pass, so placeholders inside `args` are never expanded. A body without
  * placeholders gets `ARGUMENTS: <args>` appended, unless `args` is empty.
@@ -480,11 +480,11 @@ export interface InlineSkill {
 }
 
 /**
- * One skill's inline block (SPEC §5): in an agent's prompt, and what `renderSkill` returns. A format function
+ * One skill's inline block: in an agent's prompt, and what `renderSkill` returns. A format function
  * writes whole prompts, not blocks, so its agents' skills render as the default format's (`pi`) blocks.
  */
 export function renderInlineBlock(format: FormatName, skill: InlineSkill): string {
-  // Each block starts with the skill's name, as seed 001 frames an invoked skill: one after another, they stay apart.
+  // Each block starts with the skill's name, so that several inline skills, one after another, stay apart.
   if (format === "markdown") return `[Skill: ${oneLine(skill.name)}]\nBase directory for this skill: ${oneLine(skill.baseDir)}\n\n${skill.body}`;
   // Pi leaves these attributes unescaped; escaping changes nothing for valid names and paths, and keeps a
   // crafted one from forging markup.
