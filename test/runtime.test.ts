@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { renderInline, renderPrompt, type PromptSkill } from "../src/compile/render.js";
-import { applyArguments, createRuntime, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
+import { applyArguments, createRuntime, MAX_EXPANDED_LENGTH, SkillError, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
 
 describe("splitShellWords", () => {
   it.each([
@@ -58,6 +58,18 @@ describe("applyArguments (SPEC §6)", () => {
     expect(applyArguments("run $ARGUMENTS", "$1 $ARGUMENTS $&")).toBe("run $1 $ARGUMENTS $&");
     expect(applyArguments("run $0 $1", "$1 x")).toBe("run $1 x");
   });
+
+  it("a result past the cap is a SkillError, found before it is built: 500,000 placeholders of a 1,000-character argument", () => {
+    const args = "x".repeat(1000);
+    for (const body of ["$ARGUMENTS".repeat(500_000), "$0".repeat(500_000), "$ARGUMENTS[0] ".repeat(500_000)]) {
+      expect(thrown(() => applyArguments(body, args))).toMatchObject({ isSkillError: true, code: "INVALID_PARAM", message: expect.stringContaining(`at most ${MAX_EXPANDED_LENGTH}`) });
+    }
+    expect(thrown(() => applyArguments("# Body", "y".repeat(MAX_EXPANDED_LENGTH)))).toMatchObject({ code: "INVALID_PARAM" });
+    // At the cap exactly, it is built.
+    const body = "$ARGUMENTS".repeat(4);
+    expect(applyArguments(body, "z".repeat(MAX_EXPANDED_LENGTH / 4))).toHaveLength(MAX_EXPANDED_LENGTH);
+    expect(applyArguments("#", "w".repeat(MAX_EXPANDED_LENGTH - 14))).toHaveLength(MAX_EXPANDED_LENGTH);
+  });
 });
 
 const file = (name: string, overrides: Partial<SkillFile> = {}): SkillFile => ({
@@ -76,6 +88,17 @@ const file = (name: string, overrides: Partial<SkillFile> = {}): SkillFile => ({
 
 /** A skill table of whole files: each record a function, as the modules hold them. */
 const tableOf = (files: SkillFile[], agents: SkillTable["agents"]): SkillTable => ({ names: files.map((entry) => entry.name), files: files.map((entry) => () => entry), agents });
+
+/** What `call` threw, as a SkillError's code and message; a TypeError or RangeError shows as itself. */
+function thrown(call: () => unknown): { isSkillError: boolean; name: string; code?: string; message: string } {
+  try {
+    call();
+  } catch (error) {
+    const { name, code, message } = error as { name: string; code?: string; message: string };
+    return { isSkillError: error instanceof SkillError, name, code, message };
+  }
+  throw new Error("did not throw");
+}
 
 describe("createRuntime", () => {
   const runtime = createRuntime(
@@ -113,6 +136,24 @@ describe("createRuntime", () => {
     expect(() => runtime.getPrompt("toString")).toThrow("Unknown agent");
     expect(() => runtime.renderSkill("main", "c")).toThrow('Unknown skill "c" for agent "main". Its skills are: a, b.');
     expect(() => runtime.getSkill("quiet", "a")).toThrow('Unknown skill "a": agent "quiet" has no skills.');
+  });
+
+  it("arguments of the wrong type are INVALID_PARAM SkillErrors, never a TypeError", () => {
+    const calls: [string, () => unknown][] = [
+      ["renderSkill args null", () => runtime.renderSkill("main", "a", null as never)],
+      ["renderSkill args number", () => runtime.renderSkill("main", "a", 42 as never)],
+      ["renderSkill args object", () => runtime.renderSkill("main", "a", { trim: 1 } as never)],
+      ["renderSkill options null", () => runtime.renderSkill("main", "a", "", null as never)],
+      ["renderSkill options string", () => runtime.renderSkill("main", "a", "", "files" as never)],
+      ["renderSkill options list", () => runtime.renderSkill("main", "a", "", [] as never)],
+      ["renderSkill files not boolean", () => runtime.renderSkill("main", "a", "", { files: "yes" } as never)],
+      ["skillTool dialect unknown", () => runtime.skillTool("main", "gemini" as never)],
+      ["skillTool dialect object", () => runtime.skillTool("main", {} as never)],
+    ];
+    for (const [what, call] of calls) expect(thrown(call), what).toMatchObject({ isSkillError: true, code: "INVALID_PARAM" });
+    expect(thrown(() => runtime.renderSkill("main", "a", "", null as never)).message).toBe("The options are an object, not null.");
+    expect(runtime.renderSkill("main", "a", undefined, undefined)).toBe(runtime.renderSkill("main", "a"));
+    expect(runtime.renderSkill("main", "a", "", { files: false })).toBe(runtime.renderSkill("main", "a"));
   });
 
   it("cuts long name lists in errors", () => {

@@ -223,8 +223,9 @@ export interface SkillStructure {
 export type SkillErrorCode = "NOT_FOUND" | "INVALID_PARAM";
 
 /**
- * What the lookups throw: \`NOT_FOUND\` for an unknown agent or skill, \`INVALID_PARAM\` for a name (or tool
- * input) of the wrong type or empty. Each module file has its own class, so test \`error.code\`.
+ * What the lookups throw: \`NOT_FOUND\` for an unknown agent or skill, \`INVALID_PARAM\` for a name, arguments,
+ * options or tool input of the wrong type or empty, or arguments that would make a skill longer than 4 MiB
+ * (4,194,304 characters). Each module file has its own class, so test \`error.code\`.
  */
 export declare class SkillError extends Error {
   readonly name: "SkillError";

@@ -68,7 +68,7 @@ export interface SkillToolAnswer {
 
 export type SkillErrorCode = "NOT_FOUND" | "INVALID_PARAM";
 
-/** What a lookup throws: `NOT_FOUND` for an unknown agent or skill, `INVALID_PARAM` for a name that is not a non-empty string. */
+/** What a lookup throws: `NOT_FOUND` for an unknown agent or skill, `INVALID_PARAM` for an argument of the wrong type or an empty name, or arguments that would make a skill too long. */
 export class SkillError extends Error {
   override name = "SkillError";
   constructor(
@@ -238,8 +238,11 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     return entryNamed(agent, name);
   };
 
-  const renderSkill = (agent: string, name: string, args = "", options: RenderOptions = {}): string => {
+  const renderSkill = (agent: string, name: string, args: string = "", options: RenderOptions = {}): string => {
     const skill = getSkill(agent, name);
+    if (typeof args !== "string") throw new SkillError("INVALID_PARAM", `The arguments are a string, not ${describe(args)}.`);
+    if (typeof options !== "object" || options === null || Array.isArray(options)) throw new SkillError("INVALID_PARAM", `The options are an object, not ${describe(options)}.`);
+    if (options.files !== undefined && typeof options.files !== "boolean") throw new SkillError("INVALID_PARAM", `The "files" option is true or false, not ${describe(options.files)}.`);
     const format = dataOf(agent).format;
     const body = applyArguments(skill.body, args);
     return renderInlineBlock(format, { ...skill, body: options.files ? `${body}\n\n${describeFolder(skill.files, format)}` : body });
@@ -270,7 +273,7 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
   const skillTool = <D extends ToolDialect | undefined = undefined>(agent: string, dialect?: D): ToolIn<D> | null => {
     const { modelInvocable, tool, toolDescription } = dataOf(agent);
     if (dialect !== undefined && !TOOL_DIALECTS.includes(dialect)) {
-      throw new Error(`Unknown tool dialect ${JSON.stringify(dialect)}. Use one of: ${TOOL_DIALECTS.join(", ")}, or none for the neutral shape.`);
+      throw new SkillError("INVALID_PARAM", `Unknown tool dialect ${typeof dialect === "string" ? JSON.stringify(dialect) : describe(dialect)}. Use one of: ${TOOL_DIALECTS.join(", ")}, or none for the neutral shape.`);
     }
     return modelInvocable.length === 0 ? null : (inDialect(toolDefinition(tool ?? DEFAULT_TOOL, modelInvocable, toolDescription), dialect) as ToolIn<D>);
   };
@@ -417,23 +420,44 @@ function listNames(names: readonly string[]): string {
 const PLACEHOLDER = /\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)/g;
 
 /**
+ * The longest body the arguments may expand to, in characters: 4 MiB, four times the largest SKILL.md a build
+ * reads and more than any model's context window holds. Without a cap, a body of half a million `$ARGUMENTS`
+ * and a 1,000-character argument would be half a billion characters, past what a JS string can hold.
+ */
+export const MAX_EXPANDED_LENGTH = 4 * 1024 * 1024;
+
+/**
  * How arguments are applied to a body. `args` is trimmed (as Pi trims `/skill:name  args `). `$ARGUMENTS` becomes the
  * whole string, `$ARGUMENTS[N]` and `$N` the N-th (0-based) shell-style word, or "" past the last word. All
  * placeholders are replaced in one pass, so placeholders inside `args` are never expanded. A body without
- * placeholders gets `ARGUMENTS: <args>` appended, unless `args` is empty.
+ * placeholders gets `ARGUMENTS: <args>` appended, unless `args` is empty. A result longer than
+ * `MAX_EXPANDED_LENGTH` is an `INVALID_PARAM` error, found before the result is built.
  */
 export function applyArguments(body: string, args: string): string {
   const text = args.trim();
   let words: string[] | undefined;
-  let used = false;
-  const result = body.replace(PLACEHOLDER, (placeholder: string, bracketIndex?: string, dollarIndex?: string) => {
-    used = true;
-    if (placeholder === "$ARGUMENTS") return text;
-    words ??= splitShellWords(text);
-    return words[Number(bracketIndex ?? dollarIndex)] ?? "";
-  });
-  if (used || text === "") return result;
-  return `${body}\n\nARGUMENTS: ${text}`;
+  const parts: string[] = [];
+  let length = 0;
+  let end = 0;
+  for (const match of body.matchAll(PLACEHOLDER)) {
+    const [placeholder, bracketIndex, dollarIndex] = match;
+    const value = placeholder === "$ARGUMENTS" ? text : ((words ??= splitShellWords(text))[Number(bracketIndex ?? dollarIndex)] ?? "");
+    parts.push(body.slice(end, match.index), value);
+    length += match.index - end + value.length;
+    end = match.index + placeholder.length;
+  }
+  if (parts.length === 0) {
+    if (text === "") return body;
+    parts.push(body, "\n\nARGUMENTS: ", text);
+    length = body.length + 13 + text.length;
+  } else {
+    parts.push(body.slice(end));
+    length += body.length - end;
+  }
+  if (length > MAX_EXPANDED_LENGTH) {
+    throw new SkillError("INVALID_PARAM", `The arguments would make the skill ${length} characters long; a skill with its arguments applied may have at most ${MAX_EXPANDED_LENGTH}.`);
+  }
+  return parts.join("");
 }
 
 /**
