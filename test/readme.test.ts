@@ -15,7 +15,7 @@ import { RULES } from "../src/compile/rules.js";
 import { parseSkillFile } from "../src/compile/parse.js";
 import { renderPrompt, type PromptSkill } from "../src/compile/render.js";
 import { validateSkill } from "../src/compile/validate.js";
-import { REPO, runCli, tempDir, writeTree } from "./helpers.js";
+import { REPO, tempDir, writeTree } from "./helpers.js";
 
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const readme = await readFile(join(REPO, "README.md"), "utf8");
@@ -191,18 +191,6 @@ describe("README and docs", () => {
     const { content, findings } = validateSkill("skills/release-notes/SKILL.md", "release-notes", parsed);
     expect(findings).toEqual([]);
     expect(content?.extra).toEqual({});
-  });
-
-  it("shows the custom frontmatter example as it runs: the config, the SKILL.md and `skills check`'s output", async () => {
-    const text = section(configuration, "docs/configuration.md", "custom-fields");
-    const block = (language: string) => new RegExp("```" + language + "\n([\\s\\S]*?)\n```").exec(text)?.[1];
-    const [configText, skillText, output] = [block("ts"), block("markdown"), block("text")];
-    expect(configText).toContain('frontmatter: z.object({');
-    const dir = await tempDir();
-    await writeTree(dir, { "skills.config.ts": `${configText}\n`, "skills/deploy/SKILL.md": `${skillText}\n` });
-    const run = await runCli(["check"], { cwd: dir });
-    expect(run.code).toBe(1);
-    expect(`$ skills check\n${run.stderr.trimEnd()}`).toBe(output);
   });
 
   it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {

@@ -66,3 +66,15 @@ describe("docs/runtime.md's SDK snippets type-check against each SDK", () => {
     expect(errorsIn("readonly.ts")).toContain("readonly");
   });
 });
+
+describe("the Anthropic snippet's model", () => {
+  it("is one the installed SDK names, and not one it warns is deprecated", async () => {
+    const model = /model: "([^"]+)"/.exec(snippets.get("anthropic") ?? "")?.[1];
+    const sdk = join(REPO, "node_modules/@anthropic-ai/sdk/resources/messages");
+    const known = /export type Model = ([^;]*);/.exec(await readFile(join(sdk, "messages.d.ts"), "utf8"))![1]!;
+    const deprecated = /const DEPRECATED_MODELS = \{([^}]*)\}/.exec(await readFile(join(sdk, "messages.js"), "utf8"))![1]!;
+    expect(known).toContain(`'${model}'`);
+    expect(deprecated).toContain("'claude-"); // the list is still where this test reads it
+    expect(deprecated).not.toContain(`'${model}'`);
+  });
+});
