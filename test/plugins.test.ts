@@ -20,6 +20,9 @@ void _viteTypes;
 void _esbuildTypes;
 
 const BROKEN = "---\nname: alpha\ndescription: [broken\n---\n\nAlpha.\n";
+/** An import of an agent the config lacks, spelling a workflow command, a terminal escape and a bell; and how errors quote it. */
+const FORGED_AGENT_IMPORT = "virtual:skills/x\r::error file=src/auth.ts,line=1::FORGED\x1b[2J\x07##[error]y";
+const FORGED_AGENT_ESCAPED = "virtual:skills/x\\r::error file=src/auth.ts,line=1::FORGED\\x1b[2J\\x07##\\x5berror]y";
 
 /**
  * A project of two agents, with `skillbake`, `vite` and `esbuild` in its node_modules as an install would put them
@@ -79,6 +82,16 @@ describe("skillbake/vite", () => {
     expect(report).toContain("skills/alpha/SKILL.md\n  3:21  error");
     expect(built.output).toContain(report);
     expect(built.output).toContain(`${join(dir, "skills", "alpha", "SKILL.md")}:3:21`);
+  });
+
+  it("escapes an import naming no agent: a forged command, ESC and BEL in the id reach vite's log escaped", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "server.ts"), `import * as forged from ${JSON.stringify(FORGED_AGENT_IMPORT)};\nconsole.log(forged);\n`);
+    const built = await viteBuild(dir);
+    expect(built.code).not.toBe(0);
+    expect(built.output).toContain(`skillbake: "${FORGED_AGENT_ESCAPED}" names no agent of the config`);
+    expect(built.output).not.toMatch(/[\r\x07\x1b]/);
+    expect(built.output.split("\n").filter((line) => /^\s*(::|##\[)/.test(line))).toEqual([]);
   });
 
   it("writes skills-env.d.ts, so tsc checks the agent ids of a server importing virtual:skills", async () => {
@@ -175,6 +188,16 @@ describe("skillbake/esbuild", () => {
     await promisify(execFile)("mkfifo", [join(dir, "skills-env.d.ts")]);
     const fifo = (await bundle(dir).catch((error: BuildFailure) => error)) as BuildFailure;
     expect(fifo.errors[0]!.text).toContain("skills-env.d.ts: is not a regular file; not followed");
+  });
+
+  it("escapes an import naming no agent: a forged command, ESC and BEL in the id reach esbuild's log escaped", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "server.ts"), `import * as forged from ${JSON.stringify(FORGED_AGENT_IMPORT)};\nconsole.log(forged);\n`);
+    const failure = (await bundle(dir).catch((error: BuildFailure) => error)) as BuildFailure;
+    expect(failure.errors.map((error) => error.text)).toEqual([`"${FORGED_AGENT_ESCAPED}" names no agent of the config; the modules are "virtual:skills", "virtual:skills/coding", "virtual:skills/chat"`]);
+    const printed = (await formatMessages(failure.errors, { kind: "error" })).join("\n");
+    expect(printed).not.toMatch(/[\r\x07\x1b]/);
+    expect(printed.split("\n").filter((line) => /^\s*(::|##\[)/.test(line))).toEqual([]);
   });
 
   it("quotes a forged workflow command in a SKILL.md so that no line of esbuild's log can run it", async () => {

@@ -1,7 +1,7 @@
 import { relative } from "node:path";
 import type { PartialMessage, Plugin } from "esbuild";
 import { escapeInvisible, escapeWorkflowCommands } from "../compile/terminal.js";
-import { isVirtualId, VirtualSkills, type SkillsError, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
+import { isVirtualId, unknownModuleMessage, VirtualSkills, type SkillsError, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
 
 export type { SkillsPluginOptions } from "./virtual-modules.js";
 
@@ -36,8 +36,7 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
         }
         const contents = virtual.module(args.path);
         if (contents === undefined) {
-          const known = virtual.ids().map((id) => `"${id}"`);
-          return { errors: [{ text: `"${args.path}" names no agent of the config; the modules are ${known.join(", ")}` }], ...watched };
+          return { errors: [{ text: unknownModuleMessage(args.path, virtual.ids()) }], ...watched };
         }
         return { contents, loader: "js", resolveDir: root, ...(warnings ? { warnings: [{ text: warnings }] } : {}), ...watched };
       });

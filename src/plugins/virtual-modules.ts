@@ -125,6 +125,14 @@ export function affects(watch: SkillsUpdate["watch"], path: string): boolean {
   return watch.files.includes(path) || watch.folders.some((folder) => path === folder || dirname(path) === folder || path.startsWith(folder + sep));
 }
 
+/**
+ * What an import of `virtual:skills/<id>` for no agent of the config is told. The id is the importer's text, which a
+ * pull request controls as it does a skill's: escaped, so that `\r::error …`, ESC or BEL reach no bundler log raw.
+ */
+export function unknownModuleMessage(id: string, known: readonly string[]): string {
+  return `"${escapeWorkflowCommands(escapeInvisible(id))}" names no agent of the config; the modules are ${known.map((module) => `"${module}"`).join(", ")}`;
+}
+
 /** Whether an import names one of the virtual modules. */
 export function isVirtualId(id: string): boolean {
   return id === VIRTUAL_ID || id.startsWith(`${VIRTUAL_ID}/`);

@@ -1,5 +1,5 @@
 import type { Plugin, ViteDevServer } from "vite";
-import { affects, isVirtualId, VirtualSkills, type SkillsFailure, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
+import { affects, isVirtualId, unknownModuleMessage, VirtualSkills, type SkillsFailure, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
 
 export type { SkillsPluginOptions } from "./virtual-modules.js";
 
@@ -58,7 +58,7 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
       if (code !== undefined) return code;
       // Nothing good to serve yet (the first compilation failed), or an agent the config does not have.
       if (update.failure) this.error(viteError(update.failure));
-      this.error(`skillbake: "${id.slice(PREFIX.length)}" names no agent of the config; the modules are ${virtual!.ids().map((known) => `"${known}"`).join(", ")}`);
+      this.error(`skillbake: ${unknownModuleMessage(id.slice(PREFIX.length), virtual!.ids())}`);
     },
   };
 
