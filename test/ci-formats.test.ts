@@ -6,6 +6,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import AjvDraft04Module from "ajv-draft-04";
 import addFormatsModule from "ajv-formats";
+import { micromark } from "micromark";
+import { gfm, gfmHtml } from "micromark-extension-gfm";
 import { describe, expect, it } from "vitest";
 import { REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -77,12 +79,12 @@ describe("--format sarif", () => {
       expect.objectContaining({
         ruleId: "description-missing",
         level: "error",
-        locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills/bad/SKILL.md" }, region: { startLine: 1, startColumn: 1 } } }],
+        locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills/bad/SKILL.md", uriBaseId: "%SRCROOT%" }, region: { startLine: 1, startColumn: 1 } } }],
       }),
       expect.objectContaining({
         ruleId: "body-closes-tag",
         level: "warning",
-        locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills/tagged/SKILL.md" }, region: { startLine: 7, startColumn: 6, endLine: 7, endColumn: 14 } } }],
+        locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills/tagged/SKILL.md", uriBaseId: "%SRCROOT%" }, region: { startLine: 7, startColumn: 6, endLine: 7, endColumn: 14 } } }],
       }),
     ]);
     // The schema check is real: a log without its version fails.
@@ -95,7 +97,43 @@ describe("--format sarif", () => {
     expect(run.code).toBe(2);
     const log = JSON.parse(run.stdout);
     expect(validateSarif(log), JSON.stringify(validateSarif.errors)).toBe(true);
-    expect(log.runs[0].results).toEqual([expect.objectContaining({ ruleId: "config-error", locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills.config.json" } } }] })]);
+    expect(log.runs[0].results).toEqual([expect.objectContaining({ ruleId: "config-error", locations: [{ physicalLocation: { artifactLocation: { uri: "packages/agent/skills.config.json", uriBaseId: "%SRCROOT%" } } }] })]);
+  });
+
+  it("builds each location's URI a path segment at a time under %SRCROOT%: no scheme, query or fragment survives, and a file outside the working folder has none", async () => {
+    const dir = await tempDir();
+    const broken = "---\nname: x\n---\nBody ##[error]forged\n";
+    await writeTree(dir, {
+      "repo/skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "." }, { root: "../outside" }] } } }),
+      "repo/javascript:alert(1)/SKILL.md": broken,
+      "repo/https:/evil.example/SKILL.md": broken,
+      "repo/a#b?c=%41 d/SKILL.md": broken,
+      "repo/##[error]x/SKILL.md": broken,
+      "outside/far/SKILL.md": broken,
+    });
+    const run = await runCli(["check", "--format", "sarif"], { cwd: join(dir, "repo") });
+    expect(run.code).toBe(1);
+    const log = JSON.parse(run.stdout);
+    expect(validateSarif(log), JSON.stringify(validateSarif.errors)).toBe(true);
+    type Result = { ruleId: string; locations?: { physicalLocation: { artifactLocation: { uri: string } } }[] };
+    // One name-mismatch per skill, in path order (../outside/far sorts second).
+    const locations = log.runs[0].results.filter((result: Result) => result.ruleId === "name-mismatch").map((result: Result) => result.locations?.[0]?.physicalLocation.artifactLocation);
+    expect(locations).toEqual([
+      { uri: "%23%23%5Berror%5Dx/SKILL.md", uriBaseId: "%SRCROOT%" },
+      undefined,
+      { uri: "a%23b%3Fc%3D%2541%20d/SKILL.md", uriBaseId: "%SRCROOT%" },
+      { uri: "https%3A/evil.example/SKILL.md", uriBaseId: "%SRCROOT%" },
+      { uri: "javascript%3Aalert(1)/SKILL.md", uriBaseId: "%SRCROOT%" },
+    ]);
+    for (const { uri } of locations.filter(Boolean) as { uri: string }[]) {
+      // Resolved against the repository, each URI stays in it and keeps its whole path: no scheme, query or fragment.
+      const url = new URL(uri, "https://github.example/repo/");
+      expect([url.origin, url.search, url.hash]).toEqual(["https://github.example", "", ""]);
+      expect(url.pathname.startsWith("/repo/")).toBe(true);
+    }
+    const texts = log.runs[0].results.map((result: { message: { text: string } }) => result.message.text).join("\n");
+    expect(texts).toContain("##\\x5berror]x");
+    expect(texts).not.toContain("##[");
   });
 });
 
@@ -108,9 +146,24 @@ describe("the GitHub Actions job summary", () => {
     const run = await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary } });
     expect(run.code).toBe(1);
     const text = await readFile(summary, "utf8");
-    expect(text.startsWith("earlier step\n### skills check: failed, 1 error, 3 warnings (1 agent, 1 skill)\n\n| severity | where | code | message |\n")).toBe(true);
-    expect(text).toContain("| error | packages/agent/skills/bad/SKILL.md:1:1 | description-missing | no \\`description\\` in the frontmatter |\n");
-    expect(text).toContain('name "a\\|\\<b\\>\\[x\\](y)" does not match');
+    expect(text.startsWith("earlier step\n### skills check\\: failed\\, 1 error\\, 3 warnings \\(1 agent\\, 1 skill\\)\n\n| severity | where | code | message |\n")).toBe(true);
+    expect(text).toContain("| error | packages\\/agent\\/skills\\/bad\\/SKILL\\.md\\:1\\:1 | description\\-missing | no \\`description\\` in the frontmatter |\n");
+    expect(text).toContain('name \\"a\\|\\<b\\>\\[x\\]\\(y\\)\\" does not match');
+  });
+
+  it("renders skill text as text: no link, autolink, image, HTML, @mention or issue reference reaches the page", async () => {
+    const dir = await tempDir();
+    const attack = "See https://evil.example/login, www.evil.example or [approve](https://evil.example) ![x](https://evil.example/p.png) <details><summary>Approved by @org/security-team</summary></details> fixes #12 and GH-2 <!-- hide";
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }), "skills/odd/SKILL.md": skillMd(JSON.stringify(attack)) });
+    const summary = join(dir, "summary.md");
+    // The name does not match its folder: a warning that quotes it.
+    expect((await runCli(["check"], { cwd: dir, env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary } })).code).toBe(0);
+    const html = micromark(await readFile(summary, "utf8"), { allowDangerousHtml: true, extensions: [gfm()], htmlExtensions: [gfmHtml()] });
+    expect(html).toContain("<table>");
+    expect(html).not.toMatch(/<(?!\/?(?:h3|table|thead|tbody|tr|th|td|p)\b)[a-z!]/i);
+    // What GitHub links in the rendered text: a mention, an issue reference; the zero-width space breaks each.
+    expect(html.replace(/<[^>]*>/g, "")).not.toMatch(/(?:^|[^\w`])@[a-z0-9]|(?:^|[^\w&])#\d|\bGH-\d/i);
+    expect(html).toContain("Approved by @\u200borg/security-team");
   });
 
   it("gets nothing from a run with nothing to report", async () => {

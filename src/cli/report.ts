@@ -1,10 +1,10 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
-import { join, relative, resolve, sep } from "node:path";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
 import { RULE_CODES, RULES } from "../compile/rules.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
-import { escapeInvisible, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
+import { escapeInvisible, escapeMarkdown, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
 import { isSameFile, type FileIdentity } from "../compile/resources.js";
 
@@ -196,24 +196,19 @@ const SUMMARY_ROWS = 50;
 
 /**
  * The Markdown that `$GITHUB_STEP_SUMMARY` gets: a heading, then a table of the annotations. Every cell's text is
- * escaped, so a skill's name or message cannot add markup, links or HTML to the summary page.
+ * escaped, so a skill's name or message cannot add markup, links, HTML, mentions or issue references to the page.
  */
 export function formatStepSummary(heading: string, annotations: readonly Annotation[]): string {
-  const lines = [`### ${markdownText(heading)}`];
+  const lines = [`### ${escapeMarkdown(heading)}`];
   if (annotations.length > 0) {
     lines.push("", "| severity | where | code | message |", "| --- | --- | --- | --- |");
     for (const annotation of annotations.slice(0, SUMMARY_ROWS)) {
       const where = [annotation.file, annotation.line, annotation.line ? annotation.column : undefined].filter((part) => part !== undefined && part !== "").join(":");
-      lines.push(`| ${annotation.severity} | ${markdownText(where)} | ${markdownText(annotation.rule)} | ${markdownText(annotation.message)} |`);
+      lines.push(`| ${annotation.severity} | ${escapeMarkdown(where)} | ${escapeMarkdown(annotation.rule)} | ${escapeMarkdown(annotation.message)} |`);
     }
     if (annotations.length > SUMMARY_ROWS) lines.push("", `… and ${annotations.length - SUMMARY_ROWS} more in the job log.`);
   }
   return lines.join("\n");
-}
-
-/** Text that Markdown shows as it is, on one line: hidden characters escaped, punctuation with meaning backslashed. */
-function markdownText(text: string): string {
-  return escapeInvisible(text).replace(/[\\`*_[\]<>|~&!#]/g, (char) => `\\${char}`);
 }
 
 /** The docs this version ships, online: where SARIF rules link for help. */
@@ -251,13 +246,32 @@ export function formatSarif(annotations: readonly Annotation[]): string {
           ruleId: annotation.rule,
           ruleIndex: ruleIndex.get(annotation.rule),
           level: annotation.severity,
-          message: { text: shownMessage(annotation) },
-          ...(annotation.file ? { locations: [{ physicalLocation: { artifactLocation: { uri: encodeURI(annotation.file) }, ...sarifRegion(annotation) } }] } : {}),
+          // `##[` escaped as in the log: a viewer may print the text where a runner reads it.
+          message: { text: escapeWorkflowCommands(shownMessage(annotation)) },
+          ...sarifLocations(annotation),
         })),
       },
     ],
   };
   return JSON.stringify(log, null, 2);
+}
+
+/**
+ * What SARIF locations are relative to: the working folder, the repository's root in CI, which is what GitHub code
+ * scanning takes `%SRCROOT%` to be. Left undefined in the log (`originalUriBaseIds`), so it holds no absolute path.
+ */
+const SARIF_BASE = "%SRCROOT%";
+
+/**
+ * The location of an annotation's file under `SARIF_BASE`: its path percent-encoded a segment at a time, so that a
+ * file or folder named `javascript:alert(1)` or `https:` is no scheme and `#` or `?` in a name no fragment or query
+ * of the URI. A file outside the working folder gets no location: it is not in the repository a viewer shows.
+ */
+function sarifLocations(annotation: Annotation): { locations?: object[] } {
+  const segments = annotation.file?.split("/") ?? [];
+  if (segments.length === 0 || isAbsolute(annotation.file!) || segments.some((segment) => segment === "" || segment === "." || segment === "..")) return {};
+  const uri = segments.map(encodeURIComponent).join("/");
+  return { locations: [{ physicalLocation: { artifactLocation: { uri, uriBaseId: SARIF_BASE }, ...sarifRegion(annotation) } }] };
 }
 
 /** SARIF's region: 1-based, `endColumn` just past the span (ours is its last column). */
