@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, lstatSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -16,7 +16,7 @@ async function copiedCli(): Promise<{ dir: string; launcher: string; cli: string
   return { dir, launcher: join(dir, "cli.js"), cli: join(dir, "cli.cjs"), cache: join(dir, "cli.cjs.cache") };
 }
 
-const run = async (launcher: string, args: string[], options: { cwd?: string; uid?: number } = {}) =>
+const run = async (launcher: string, args: string[], options: { cwd?: string; uid?: number; timeout?: number } = {}) =>
   (await execFileAsync(process.execPath, [launcher, ...args], { encoding: "utf8", ...options })).stdout;
 
 /** What the launcher puts before V8's cache: a digest of the Node that made it and of the CLI's text. */
@@ -54,6 +54,64 @@ describe("the launcher (dist/cli.js) and its code cache", () => {
     writeFileSync(cli, source.replaceAll(JSON.stringify(version), JSON.stringify(other)));
     expect((await run(launcher, ["--version"])).trim()).toBe(other);
     expect(readFileSync(cache).subarray(0, 32).equals(keyOf(readFileSync(cli, "utf8")))).toBe(true);
+  });
+
+  it("a payload damaged under the right key is not run (V8 would abort, every run): the CLI starts and replaces it", async () => {
+    const { launcher, cache } = await copiedCli();
+    await run(launcher, ["--version"]);
+    const damaged = readFileSync(cache);
+    for (const at of [0.3, 0.6, 0.9]) {
+      const offset = 64 + Math.floor((damaged.length - 64) * at);
+      for (let index = offset; index < offset + 64; index++) damaged[index]! ^= 0xff;
+    }
+    writeFileSync(cache, damaged);
+    expect((await run(launcher, ["--version"])).trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(readFileSync(cache).equals(damaged)).toBe(false);
+    const replaced = statSync(cache).ino;
+    await run(launcher, ["--version"]);
+    expect(statSync(cache).ino).toBe(replaced);
+  });
+
+  it("a FIFO or a link to /dev/zero in the cache's place is neither waited on nor read: the CLI starts and puts a cache there", { timeout: 30_000 }, async () => {
+    for (const plant of [(cache: string) => execFileSync("mkfifo", [cache]), (cache: string) => symlinkSync("/dev/zero", cache)]) {
+      const { launcher, cache } = await copiedCli();
+      plant(cache);
+      expect((await run(launcher, ["--version"], { timeout: 10_000 })).trim()).toMatch(/^\d+\.\d+\.\d+/);
+      expect(lstatSync(cache).isFile()).toBe(true);
+    }
+  });
+
+  it("writes the cache writable by its owner alone, whatever the umask, and takes it on the next start", async () => {
+    const { launcher, cache } = await copiedCli();
+    const withUmask = (umask: string) => execFileSync("sh", ["-c", `umask ${umask}; "$0" "$1" --version`, process.execPath, launcher], { encoding: "utf8" });
+    withUmask("000");
+    expect(statSync(cache).mode & 0o777).toBe(0o644);
+    const written = statSync(cache).ino;
+    withUmask("000");
+    expect(statSync(cache).ino).toBe(written);
+  });
+
+  it("a cache anyone else may write is not run, nor one another user owns, though every digest is right: each is replaced", async () => {
+    const { dir, launcher, cli, cache } = await copiedCli();
+    await run(launcher, ["--version"]);
+    chmodSync(cache, 0o666);
+    await run(launcher, ["--version"]);
+    expect(statSync(cache).mode & 0o777).toBe(0o644);
+
+    if (UNPRIVILEGED === undefined) return;
+    // A shared install folder (world-writable and sticky): another user cannot change cli.cjs, but can create the
+    // cache, here from another CLI of the same length, which V8 would take, under the right digests.
+    const version = (await run(launcher, ["--version"])).trim();
+    const other = await copiedCli();
+    writeFileSync(other.cli, readFileSync(cli, "utf8").replaceAll(JSON.stringify(version), JSON.stringify("9".repeat(version.length))));
+    await run(other.launcher, ["--version"]);
+    const planted = Buffer.concat([keyOf(readFileSync(cli, "utf8")), readFileSync(other.cache).subarray(32)]);
+    chmodSync(dir, 0o1777);
+    rmSync(cache);
+    writeFileSync(cache, planted, { mode: 0o644 });
+    chownSync(cache, UNPRIVILEGED, UNPRIVILEGED);
+    expect((await run(launcher, ["--version"])).trim()).toBe(version);
+    expect(statSync(cache).uid).toBe(process.getuid!());
   });
 
   it("starts when the cache is garbage under the right key, and replaces it", async () => {

@@ -2,9 +2,9 @@
 // The `skills` command: starts the CLI (dist/cli.cjs, from bin.ts) from V8's code cache. Compiling the 1.4 MB
 // bundle took ~30 ms of every run and compiling its functions as they first ran as much again: about half of what
 // a small build costs beyond Node's own start. Node 20 keeps no code cache for ES modules, so the CLI is a script
-// run here, its cache kept beside it as Python keeps __pycache__: as trusted as the code it sits next to.
+// run here, its cache kept beside it as Python keeps __pycache__, and used only as readCache says.
 import { createHash } from "node:crypto";
-import { accessSync, closeSync, constants, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,14 +16,12 @@ const cacheFile = `${file}.cache`;
 const source = readFileSync(file, "utf8");
 // V8 checks that a cache is its own (its version and flags) and the source's length, not its text: the cache file
 // begins with a digest of the text and of the Node that made it, so an updated CLI never runs stale code.
-const key = createHash("sha256").update(`${process.version}\0${process.arch}\0`).update(source).digest();
-let cachedData: Buffer | undefined;
-try {
-  const bytes = readFileSync(cacheFile);
-  if (bytes.subarray(0, key.length).equals(key)) cachedData = bytes.subarray(key.length);
-} catch {
-  // no cache yet
-}
+const key = sha256(Buffer.from(`${process.version}\0${process.arch}\0`), Buffer.from(source));
+/** The cache file: `key`, a digest of the payload, then V8's payload. */
+const HEADER_BYTES = 64;
+/** V8's cache of the whole CLI is about half its source's size; a file past this is no cache of it. */
+const MAX_CACHE_BYTES = 32 * 1024 * 1024;
+const cachedData = readCache();
 // A script has no module loader for `import()`: the config loader imports through this module's (see config.ts).
 const script = new Script(`(function (exports, require, module, __filename, __dirname, __skillbakeImport) {${source}\n})`, { filename: file, cachedData });
 if (cachedData === undefined || script.cachedDataRejected) process.once("exit", saveCache);
@@ -45,10 +43,12 @@ function saveCache(): void {
   const temporary = `${cacheFile}.${process.pid}`;
   let created = false;
   try {
-    const fd = openSync(temporary, "wx");
+    // Never group- or world-writable, whatever the umask: readCache would refuse it.
+    const fd = openSync(temporary, "wx", 0o644);
     created = true;
     try {
-      writeFileSync(fd, Buffer.concat([key, script.createCachedData()]));
+      const payload = script.createCachedData();
+      writeFileSync(fd, Buffer.concat([key, sha256(payload), payload]));
     } finally {
       closeSync(fd);
     }
@@ -60,4 +60,40 @@ function saveCache(): void {
       // left behind; it harms nothing, and the next start compiles as before
     }
   }
+}
+
+/**
+ * The payload of the cache file when it is one this CLI's owner wrote for this text: read only from a regular file
+ * (opened without following a link, non-blocking: a link to /dev/zero or a FIFO there is never read from) owned by
+ * the owner of cli.cjs and writable by no one else (in a shared, world-writable install folder, another user could
+ * create the file, though not cli.cjs), at most `MAX_CACHE_BYTES`, with both digests right (a payload damaged on
+ * disk makes V8 abort the process, every run). Anything else is undefined: the CLI compiles, and replaces the file.
+ */
+function readCache(): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(cacheFile, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const stats = fstatSync(fd);
+    if (!stats.isFile() || stats.size <= HEADER_BYTES || stats.size > MAX_CACHE_BYTES) return undefined;
+    // Windows has no owner or mode bits to go by (every writable file is 0o666 there).
+    if (process.platform !== "win32" && (stats.uid !== statSync(file).uid || (stats.mode & 0o022) !== 0)) return undefined;
+    const bytes = Buffer.alloc(stats.size);
+    for (let read = 0; read < bytes.length; ) {
+      const chunk = readSync(fd, bytes, read, bytes.length - read, read);
+      if (chunk === 0) return undefined; // cut short meanwhile
+      read += chunk;
+    }
+    const payload = bytes.subarray(HEADER_BYTES);
+    return bytes.subarray(0, 32).equals(key) && bytes.subarray(32, HEADER_BYTES).equals(sha256(payload)) ? payload : undefined;
+  } catch {
+    return undefined; // no cache yet, or a link
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+function sha256(...parts: Buffer[]): Buffer {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part);
+  return hash.digest();
 }
