@@ -130,9 +130,9 @@ export function discoverRoot(root: string, display: (path: string) => string, li
   const listed = new Set<string>();
   const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
   const withIgnoreFile = (ignoreRules: GitignoreRules, dir: string, relDir: string): GitignoreRules => {
-    let rules = "";
+    let rules: Uint8Array = new Uint8Array();
     try {
-      rules = readFileSync(pathIn(dir, ".gitignore"), "utf8");
+      rules = readFileSync(pathIn(dir, ".gitignore"));
     } catch {
       // an unreadable .gitignore ignores nothing
     }
@@ -164,7 +164,8 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       return;
     }
     folders.push(dir);
-    const gitignore = entries.some((entry) => entry.name === ".gitignore" && entry.isFile());
+    // The folder's own .gitignore applies to everything in it, its SKILL.md included.
+    if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) ignoreRules = withIgnoreFile(ignoreRules, dir, relDir);
 
     const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
     if (skillEntry && !isIgnored(ignoreRules, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
@@ -190,7 +191,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       if (realFile !== undefined && identity !== undefined) {
         const files = new Map<string, FileStats>();
         const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
-        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], gitignore ? withIgnoreFile(ignoreRules, dir, relDir) : ignoreRules, entries, files, budget);
+        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], ignoreRules, entries, files, budget);
         if (budget.left < 0) {
           findings.push({
             code: "skill-folder-too-large",
@@ -206,7 +207,6 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       // A SKILL.md that is not a file (reported above) does not make a skill; keep walking.
     }
 
-    if (gitignore) ignoreRules = withIgnoreFile(ignoreRules, dir, relDir);
     for (const entry of entries) {
       if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;

@@ -6,23 +6,34 @@ import ignore, { type Ignore } from "ignore";
  * every file on the way down is tried, a deeper file's after a shallower one's, and the last that matches
  * wins, so `!tool-wip` in `sub/.gitignore` re-includes what `*-wip` at the root excluded. Nothing below an
  * excluded folder can be re-included. Names are compared case-sensitively, as git does by default, so the
- * same catalogue gives the same skills on every file system.
+ * same catalogue gives the same skills on every file system, and byte by byte, as git does: `?` matches one
+ * byte of a UTF-8 name, not one character. To that end patterns and paths reach the matcher as Latin-1
+ * strings of their UTF-8 bytes, one character per byte.
  */
 export type GitignoreRules = Ignore | undefined;
 
 /** `outer` with the rules of the .gitignore in `relDir` (relative to the root, `/`-separated, "" for the root) added. */
-export function withGitignore(outer: GitignoreRules, relDir: string, text: string): Ignore {
+export function withGitignore(outer: GitignoreRules, relDir: string, file: Uint8Array): Ignore {
   const rules = ignore({ ignorecase: false });
   if (outer) rules.add(outer);
-  return rules.add(relDir ? rebase(text, relDir) : text);
+  let text = Buffer.from(file.buffer, file.byteOffset, file.byteLength).toString("latin1");
+  if (text.startsWith(BOM)) text = text.slice(BOM.length);
+  return rules.add(relDir ? rebase(text, bytesOf(relDir)) : text);
 }
 
 /** Whether git would leave out `rel` (relative to the root, `/`-separated), a folder when `isDir`. */
 export function isIgnored(rules: GitignoreRules, rel: string, isDir: boolean): boolean {
-  return rules !== undefined && rules.ignores(isDir ? `${rel}/` : rel);
+  return rules !== undefined && rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
 }
 
-const BOM = "\uFEFF";
+/** UTF-8's byte order mark, as Latin-1: git skips it at the start of a .gitignore. */
+const BOM = "\xEF\xBB\xBF";
+const NON_ASCII = /[^\x00-\x7F]/;
+
+/** `text`'s UTF-8 bytes as a Latin-1 string (ASCII, most names, is its own). */
+function bytesOf(text: string): string {
+  return NON_ASCII.test(text) ? Buffer.from(text, "utf8").toString("latin1") : text;
+}
 
 /**
  * A .gitignore's text with each pattern made relative to the root instead of `relDir`: a pattern with a slash
@@ -32,7 +43,7 @@ const BOM = "\uFEFF";
  */
 function rebase(text: string, relDir: string): string {
   const prefix = escapeGlob(relDir);
-  const lines = (text.startsWith(BOM) ? text.slice(1) : text).split("\n");
+  const lines = text.split("\n");
   const rebased: string[] = [];
   for (const line of lines) {
     if (line.startsWith("#")) continue;
@@ -47,18 +58,17 @@ function rebase(text: string, relDir: string): string {
   return rebased.join("\n");
 }
 
-/** A pattern as git reads it: one CR before the line's end dropped, then trailing spaces unless escaped by a backslash. */
+/**
+ * As much of a pattern as decides how to rebase it: without the CR before the line's end and the trailing spaces,
+ * as git reads it. (git keeps a trailing space escaped by a backslash; the backslash left here says just as well
+ * that the pattern is not empty and does not end in a slash.)
+ */
 function trimPattern(pattern: string): string {
   let end = pattern.endsWith("\r") ? pattern.length - 1 : pattern.length;
-  const lineEnd = end;
   while (end > 0 && pattern.charCodeAt(end - 1) === SPACE) end--;
-  if (end === lineEnd) return pattern.slice(0, end);
-  let backslashes = 0;
-  while (end - backslashes > 0 && pattern.charCodeAt(end - backslashes - 1) === BACKSLASH) backslashes++;
-  return backslashes % 2 === 1 ? `${pattern.slice(0, end - 1)} ` : pattern.slice(0, end);
+  return pattern.slice(0, end);
 }
 const SPACE = 0x20;
-const BACKSLASH = 0x5c;
 
 /** A folder path as a pattern that matches only itself: wildcards and a leading `!` or `#` escaped. */
 function escapeGlob(path: string): string {
