@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from "node:child_process";
 import { statSync } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +29,17 @@ export async function writeTree(dir: string, tree: Record<string, string | Uint8
     if (typeof content === "object" && "link" in content) await symlink(content.link, target);
     else await writeFile(target, content);
   }
+}
+
+/**
+ * The lock on `<dir>/dist/skills` that a build of process `pid` holds: `dist/.skills.lock` and its candidate
+ * `dist/.skills.lock-<pid>-…`, one file under two names, holding the pid. Returns the lock's path.
+ */
+export async function holdLock(dir: string, pid: number): Promise<string> {
+  const lock = join(dir, "dist/.skills.lock");
+  await writeTree(dir, { [`dist/.skills.lock-${pid}-0000abcd`]: `${pid}\n` });
+  await link(join(dir, `dist/.skills.lock-${pid}-0000abcd`), lock);
+  return lock;
 }
 
 /** A minimal valid SKILL.md. */

@@ -1,10 +1,10 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, readlink, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { recoverInterruptedBuild } from "../src/bundle/emit.js";
-import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, holdLock, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`. */
 const KILLS = Math.max(30, Math.round(Number(process.env.FUZZ_RUNS ?? 0) / 100));
@@ -205,13 +205,59 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
 describe("one build at a time per outDir", () => {
   it("a build finds the lock of a running build: exit 2 naming it, nothing written, the lock left alone", async () => {
     const dir = await project();
-    const lock = join(dir, "dist/.skills.lock");
-    await writeTree(dir, { "dist/.skills.lock": `${process.pid}\n` });
+    const lock = await holdLock(dir, process.pid);
     const run = await runCli(["build"], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr.trim()).toBe(`skills: another skills build (process ${process.pid}) is writing ${join(dir, "dist/skills")}; wait for it to finish, then build again. If no build is running, delete ${lock}.`);
     expect(existsSync(join(dir, "dist/skills"))).toBe(false);
-    expect(await transientSiblings(dir)).toEqual([".skills.lock"]);
+    expect(await transientSiblings(dir)).toEqual([".skills.lock", `.skills.lock-${process.pid}-0000abcd`]);
+  });
+
+  it("a lock committed to the repository holds nothing: one holding 1 (init, always running), a link to a file outside, a FIFO, a folder", async () => {
+    const outside = join(await tempDir(), "secret.txt");
+    await writeFile(outside, "outside\n");
+    const plants: [string, (lock: string) => Promise<unknown> | void][] = [
+      ["1", (lock) => writeFile(lock, "1\n")],
+      ["this process's id", (lock) => writeFile(lock, `${process.pid}\n`)],
+      ["a link outside", (lock) => symlink(outside, lock)],
+      ["a FIFO", (lock) => void execFileSync("mkfifo", [lock])],
+      ["a folder", (lock) => mkdir(join(lock, "inside"), { recursive: true })],
+    ];
+    for (const [what, plant] of plants) {
+      const dir = await project();
+      await mkdir(join(dir, "dist"));
+      await plant(join(dir, "dist/.skills.lock"));
+      const run = await runCli(["build"], { cwd: dir });
+      expect(run.code, `${what}: ${run.stderr}`).toBe(0);
+      expect(existsSync(join(dir, "dist/skills/manifest.json"))).toBe(true);
+      expect(await transientSiblings(dir), what).toEqual([]);
+    }
+    expect(await readFile(outside, "utf8")).toBe("outside\n");
+  });
+
+  it("a lock linking to /dev/zero or /proc/self/fd/0 is never read: the build neither reads a gigabyte nor waits on its input", { timeout: 60_000 }, async () => {
+    for (const target of ["/dev/zero", "/proc/self/fd/0"]) {
+      const dir = await project();
+      await writeTree(dir, { "dist/.skills.lock": { link: target } });
+      // Its input a pipe left open, as a CI step's may be: reading it would wait forever.
+      const child = spawn(process.execPath, [CLI, "build"], { cwd: dir, stdio: ["pipe", "ignore", "pipe"] });
+      const code = await new Promise((resolve) => {
+        const timer = setTimeout(() => resolve("timed out"), 20_000);
+        child.on("close", (exitCode) => (clearTimeout(timer), resolve(exitCode)));
+      });
+      child.kill();
+      expect(code, target).toBe(0);
+      expect(existsSync(join(dir, "dist/skills/manifest.json"))).toBe(true);
+    }
+  });
+
+  it.skipIf(!existsSync("/proc/self/stat"))("the lock of a process started after the lock was taken (its id reused) is stale and taken over", async () => {
+    const dir = await project();
+    const lock = await holdLock(dir, process.pid);
+    await utimes(lock, new Date("2001-01-01"), new Date("2001-01-01"));
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    expect(await transientSiblings(dir)).toEqual([`.skills.lock-${process.pid}-0000abcd`]);
   });
 
   it("the lock of a killed build is taken over and removed", async () => {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CLI, runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, holdLock, runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A `skills build --watch` subprocess whose output is collected as it comes. */
 function startWatch(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
@@ -186,8 +186,7 @@ describe("skills build --watch", () => {
     const { dir, watch, output, prompt } = await watchedProject();
 
     // A lock held by a running process (this test's): the rebuild is refused until it is gone.
-    const lock = join(dir, "dist/.skills.lock");
-    await writeFile(lock, `${process.pid}\n`);
+    const lock = await holdLock(dir, process.pid);
     const mark = output().length;
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, while locked."));
     await waitFor(() => output().slice(mark).includes("Trying again in 1 s."), "the refused rebuild", output);

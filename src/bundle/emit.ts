@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
-import { link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
+import { link, lstat, mkdir, open, readdir, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
@@ -352,50 +352,102 @@ export async function recoverInterruptedBuild(outDir: string): Promise<void> {
 
 /**
  * Takes `.<outDir>.lock`, or throws an OutputError naming the build that holds it. The lock is linked into
- * place from a file already holding our process id, so it never exists empty; a lock whose process is gone
- * (a killed build) is taken over.
+ * place from a file already holding our process id, its candidate, so it never exists empty; the candidate stays
+ * while the lock is held, its second name. Whatever else is at the lock's name (see `lockHolder`) is taken over.
  */
 async function lockOutDir(outDir: string): Promise<() => Promise<void>> {
   const lock = join(dirname(outDir), `.${basename(outDir)}.lock`);
   const candidate = transientPath(outDir, "lock");
   await writeFile(candidate, `${process.pid}\n`);
+  let held = false;
   try {
     for (let attempt = 1; ; attempt++) {
       try {
         await link(candidate, lock);
-        return () => unlink(lock).catch(() => {});
+        held = true;
+        return async () => {
+          await unlink(lock).catch(() => {});
+          await unlink(candidate).catch(() => {});
+        };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       }
-      const holder = await lockHolder(lock);
-      if ((holder !== undefined && isRunning(holder)) || attempt === 3) {
+      const holder = await lockHolder(outDir, lock);
+      if (holder.running || attempt === 3) {
         throw new OutDirLockedError(
-          `another skills build${holder === undefined ? "" : ` (process ${holder})`} is writing ${outDir}; wait for it to finish, then build again. If no build is running, delete ${lock}.`,
+          `another skills build${holder.pid === undefined ? "" : ` (process ${holder.pid})`} is writing ${outDir}; wait for it to finish, then build again. If no build is running, delete ${lock}.`,
         );
       }
-      if (holder !== undefined) await breakStaleLock(outDir, lock, holder);
+      if (holder.inode !== undefined) await breakStaleLock(outDir, lock, holder.inode);
     }
   } finally {
-    await unlink(candidate).catch(() => {});
+    if (!held) await unlink(candidate).catch(() => {});
   }
 }
 
-/** Removes the lock of a build that is gone; if another build took it over meanwhile, its lock is put back. */
-async function breakStaleLock(outDir: string, lock: string, stalePid: number): Promise<void> {
+/** Moves a stale lock away; if another build broke it and took the lock meanwhile, what was moved is put back. */
+async function breakStaleLock(outDir: string, lock: string, staleInode: number): Promise<void> {
   const moved = transientPath(outDir, "stale");
   try {
     await rename(lock, moved);
   } catch {
     return; // already gone
   }
-  const holder = await lockHolder(moved);
-  if (holder !== undefined && holder !== stalePid && isRunning(holder)) await link(moved, lock).catch(() => {});
-  await unlink(moved).catch(() => {});
+  if ((await lstat(moved).catch(() => undefined))?.ino !== staleInode) await link(moved, lock).catch(() => {});
+  await removeLeftover(moved);
 }
 
-async function lockHolder(lock: string): Promise<number | undefined> {
-  const pid = Number.parseInt(await readFile(lock, "utf8").catch(() => ""), 10);
-  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+/** Bytes a lock holds: a process id and a line break. */
+const MAX_LOCK_BYTES = 16;
+
+/**
+ * Who holds the lock, and whether that build is running. A build's lock is a regular file of a few bytes holding its
+ * process id, with a second name beside it, that build's candidate `.<outDir>.lock-<pid>-…` (git makes no hard links,
+ * so a lock committed to the repository has none); its process is running and started before the lock was taken
+ * (else the id is another process's now). Anything else at the lock's name (a link, a FIFO, a committed file holding
+ * `1`) holds nothing: it is never followed or read past `MAX_LOCK_BYTES`, and is taken over as a stale lock is.
+ */
+async function lockHolder(outDir: string, lock: string): Promise<{ pid?: number; running: boolean; inode?: number }> {
+  const entry = await lstat(lock).catch(() => undefined);
+  if (!entry?.isFile() || entry.size > MAX_LOCK_BYTES || entry.nlink !== 2) return { running: false, inode: entry?.ino };
+  let text: string;
+  try {
+    const file = await open(lock, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      if ((await file.stat()).ino !== entry.ino) return { running: false, inode: entry.ino };
+      text = await file.readFile("utf8");
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return { running: false, inode: entry.ino };
+  }
+  const match = /^([1-9]\d{0,9})\n$/.exec(text);
+  if (!match) return { running: false, inode: entry.ino };
+  const pid = Number(match[1]);
+  const prefix = `.${basename(outDir)}.lock-${pid}-`;
+  const names = (await readdir(dirname(outDir)).catch(() => [])).filter((name) => name.startsWith(prefix));
+  const candidates = await Promise.all(names.map((name) => lstat(join(dirname(outDir), name)).catch(() => undefined)));
+  const paired = candidates.some((candidate) => candidate?.isFile() && candidate.ino === entry.ino && candidate.dev === entry.dev);
+  if (!paired || !isRunning(pid)) return { pid, running: false, inode: entry.ino };
+  const started = processStartMs(pid);
+  return { pid, running: started === undefined || started <= entry.mtimeMs, inode: entry.ino };
+}
+
+/**
+ * When a process started, in milliseconds since the epoch, from Linux's /proc (its start in clock ticks after boot,
+ * at the 100 ticks a second Linux gives user space, and the boot time, to the second below); undefined elsewhere.
+ */
+function processStartMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // After the command name in parentheses (which may hold anything), field 22 is the 20th.
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    const boot = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
+    return Number.isFinite(ticks) && Number.isFinite(boot) ? boot * 1000 + ticks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function isRunning(pid: number): boolean {
