@@ -6,12 +6,13 @@ import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConf
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
-import { locateInFrontmatter, parseSkillFile, skillBody } from "./parse.js";
+import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
 import { hashInWorker, hashOutcome, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
+import { servedSkills } from "./serving.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
 import { DEFAULT_TOOL, type ToolStyle } from "../runtime/helpers.js";
@@ -44,6 +45,8 @@ export interface AgentSkill {
    * inline skill, a `disable-model-invocation` one or one the budget dropped is the agent's all the same.
    */
   listed: boolean;
+  /** Its frontmatter as written (`WrittenFrontmatter.values`), when the agent serves it (see `CompiledAgent.served`). */
+  frontmatter?: Record<string, unknown>;
 }
 
 export interface CompiledAgent {
@@ -65,6 +68,8 @@ export interface CompiledAgent {
   budget?: { limit: number; unit: "characters" | "tokens"; dropped: { name: string; file: string }[] };
   /** The agent's `tool` setting, its name defaulting to the style's. */
   tool?: { style: ToolStyle; name: string };
+  /** With `files: "embed"`: the names of the skills it serves, one each, in prompt order (see `servedSkills`). */
+  served?: string[];
 }
 
 export interface Compilation {
@@ -189,7 +194,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
     if (!content) return;
     const { body, ...metadata } = content;
-    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats)))));
+    // The frontmatter as written is for the skills an agent serves (few, if any): read and parsed again when asked for.
+    const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
+    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats)))));
   };
   let done = 0;
   for (const skill of byFile.values()) {
@@ -307,9 +314,27 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   }));
 
   hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, (await hashedInWorker?.()) ?? new Map());
+  selections.forEach(({ id, agent, selected }, index) => {
+    if (agent.files === "embed") findings.push(...serveSkills(id, agents[index]!, selected));
+  });
   await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
+}
+
+/**
+ * Settles which skills an agent that serves them (`files: "embed"`) serves, once their files are sized:
+ * `agent.served`, and each served skill's `frontmatter` as written. `selected` gives `agent.skills`, in its order.
+ */
+function serveSkills(id: string, agent: CompiledAgent, selected: readonly SelectedSkill[]): Finding[] {
+  const candidates = agent.skills.map((skill, index) => ({ name: skill.name, file: skill.file, files: skill.files, written: selected[index]!.skill.written() }));
+  const { names, findings } = servedSkills(id, candidates);
+  const unplaced = new Set(names);
+  agent.skills.forEach((skill, index) => {
+    if (unplaced.delete(skill.name)) skill.frontmatter = candidates[index]!.written.values;
+  });
+  agent.served = names;
+  return findings;
 }
 
 /** Where `withBody` keeps a body, or what reads it. */

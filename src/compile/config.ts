@@ -80,6 +80,8 @@ const agentSchema = z.strictObject({
   invoke: z.enum(["read", "tool"]).optional(),
   /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description, as Claude Code lists its skills. */
   catalogue: z.enum(["prompt", "tool"]).optional(),
+  /** "embed": every file of each skill the agent serves goes into its module (text as strings, binary as bytes), for an MCP server. */
+  files: z.literal("embed", { error: 'expected "embed": every file of the agent\'s skills in its module, for serving them over MCP' }).optional(),
 }).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
   message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
   path: ["invoke"],
@@ -473,7 +475,8 @@ export const CONFIG_LOAD_TIMEOUT_MS = 10_000;
 /** In the CLI, the launcher's `import()`: the CLI runs as a script, which has no module loader (see cli/launch.ts). */
 declare const __skillbakeImport: ((url: string) => Promise<unknown>) | undefined;
 
-function importModule(url: string): Promise<unknown> {
+/** Imports a module by URL, from the CLI (a script) as from the library. */
+export function importModule(url: string): Promise<unknown> {
   return typeof __skillbakeImport === "function" ? __skillbakeImport(url) : import(url);
 }
 

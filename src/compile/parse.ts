@@ -18,6 +18,12 @@ export interface Position {
   column: number;
 }
 
+/** Frontmatter that the MCP SDK's reader (what hosts verify a served SKILL.md with) would not read as skillbake does. */
+export interface Unportable extends Position {
+  /** What it uses, as a noun phrase: "an alias (`*name`)". */
+  reason: string;
+}
+
 /** One top-level frontmatter entry, with where its key and value stand in SKILL.md. */
 export interface FrontmatterField {
   key: string;
@@ -30,6 +36,8 @@ export interface ParsedSkillFile {
   findings: Finding[];
   /** Absent when the file could not yield frontmatter; the skill is then skipped. */
   fields?: FrontmatterField[];
+  /** With `fields`: where and why a reader of the Agent Skills subset of YAML (see `unportableYaml`) might read them otherwise. */
+  unportable?: Unportable;
   /** Markdown after the closing fence, trimmed. */
   body: string;
   /** Line in SKILL.md where the trimmed body starts. */
@@ -94,16 +102,59 @@ export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean
   if (parsed.error) {
     const recovered = recover ? recoverFields(file, yamlLines, parsed.error) : {};
     if (recovered.fields) {
+      const { line = 1, column = 1 } = parsed.error;
       return {
         findings: [{ ...parsed.error, code: "yaml-recovered", message: `${parsed.error.message} (read leniently)` }],
         fields: recovered.fields,
+        unportable: { line, column, reason: "YAML that does not parse (read leniently)" },
         body,
         bodyLine,
       };
     }
     return { findings: [recovered.error ?? parsed.error], body, bodyLine };
   }
-  return { findings: parsed.findings, fields: parsed.fields, body, bodyLine };
+  const unportable = unportableText(bytes, text, yamlLines) ?? parsed.unportable;
+  return { findings: parsed.findings, fields: parsed.fields, ...(unportable ? { unportable } : {}), body, bodyLine };
+}
+
+/**
+ * Where the text around the YAML is one the MCP SDK's reader splits otherwise: it takes the frontmatter from
+ * `---` alone on line 1 to a line of `---` and spaces or tabs, after turning CRLF (not a lone CR) into LF.
+ */
+function unportableText(bytes: Uint8Array, text: string, yamlLines: readonly string[]): Unportable | undefined {
+  if (!text.startsWith("---\n")) return { line: 1, column: 4, reason: "an opening `---` followed by more than a line break" };
+  const closing = text.split("\n", yamlLines.length + 2)[yamlLines.length + 1] ?? "";
+  if (!/^---[\t ]*$/.test(closing)) return { line: yamlLines.length + 2, column: 4, reason: "a closing `---` followed by characters other than spaces and tabs" };
+  for (let at = bytes.indexOf(0x0d); at >= 0; at = bytes.indexOf(0x0d, at + 1)) {
+    if (bytes[at + 1] !== 0x0a) return { line: 1, column: 1, reason: "a line ending that is a lone carriage return (CR)" };
+  }
+  const tab = yamlLines.findIndex((line) => /^ *\t/.test(line));
+  if (tab >= 0) return { line: tab + 2, column: 1, reason: "a tab in the indentation" };
+  const mark = yamlLines.findIndex((line) => line.includes("\ufeff"));
+  if (mark >= 0) return { line: mark + 2, column: yamlLines[mark]!.indexOf("\ufeff") + 1, reason: "a byte order mark inside the YAML" };
+  return undefined;
+}
+
+/** The frontmatter as its author wrote it: what the MCP skills extension and the discovery index serve, unlike the normalised `fields`. */
+export interface WrittenFrontmatter {
+  /** Every top-level field and its value as YAML reads it: no defaults added, nothing normalised or left out. */
+  values: Record<string, unknown>;
+  /** Where each field's value stands in SKILL.md. */
+  at: Record<string, Position>;
+  unportable?: Unportable;
+}
+
+/** `parsed`'s frontmatter as written; undefined when it yielded none. */
+export function writtenFrontmatter(parsed: ParsedSkillFile): WrittenFrontmatter | undefined {
+  if (!parsed.fields) return undefined;
+  const values: Record<string, unknown> = {};
+  const at: Record<string, Position> = {};
+  for (const field of parsed.fields) {
+    // An own property even for `__proto__`, which assignment would make the prototype.
+    Object.defineProperty(values, field.key, { value: field.value, enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(at, field.key, { value: field.valueAt, enumerable: true, writable: true, configurable: true });
+  }
+  return { values, at, ...(parsed.unportable ? { unportable: parsed.unportable } : {}) };
 }
 
 /**
@@ -182,6 +233,7 @@ interface YamlOutcome {
   error?: Finding;
   findings: Finding[];
   fields?: FrontmatterField[];
+  unportable?: Unportable;
 }
 
 function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
@@ -259,7 +311,62 @@ function parseFrontmatterYaml(file: string, yamlLines: string[]): YamlOutcome {
     const name = String(key.value);
     fields.push({ key: name, value: valueNode === null ? null : values.get(name), keyAt, valueAt });
   }
-  return { findings, fields };
+  const unportable = unportableYaml(contents, source);
+  return { findings, fields, ...(unportable ? { unportable: { ...at(unportable.offset), reason: unportable.reason } } : {}) };
+}
+
+/** How deep the MCP SDK's reader nests values, at most. */
+const PORTABLE_NESTING = 32;
+/** What a plain value may not start with, or hold, for the MCP SDK's reader: it takes those for syntax. */
+const PLAIN_START = /^[%@`,\]}&*!|>'"[{#]|^[-?:](?:[\t ]|$)/;
+const PLAIN_COLON = /:(?:[\t \n]|$)/;
+
+/**
+ * The first place where the frontmatter uses YAML beyond the subset the MCP SDK reads (block mappings and
+ * sequences, plain, one-line quoted and block scalars, one-line flow collections, comments, with YAML 1.2's core
+ * types), or where that reader would give another value: it throws on the rest rather than read it differently,
+ * and a host verifying a served SKILL.md with it would refuse the skill. Conservative: YAML it reads alike may be
+ * reported too; never the plain fields of almost every SKILL.md (`readPlainFields` takes those first).
+ */
+function unportableYaml(root: YAMLMap, source: string): { offset: number; reason: string } | undefined {
+  const pending: { node: unknown; depth: number; key?: boolean }[] = [{ node: root, depth: 1 }];
+  while (pending.length > 0) {
+    const { node, depth, key } = pending.pop()!;
+    const offset = (node as { range?: [number] }).range?.[0] ?? 0;
+    const found = (reason: string) => ({ offset, reason });
+    if (isAlias(node)) return found("an alias (`*name`)");
+    const { anchor, tag } = node as { anchor?: string; tag?: string };
+    if (anchor !== undefined) return found("an anchor (`&name`)");
+    if (tag !== undefined) return found("a tag (`!name`)");
+    if (depth > PORTABLE_NESTING) return found(`values nested more than ${PORTABLE_NESTING} levels deep`);
+    if (isScalar(node)) {
+      const text = source.slice(node.range![0], node.range![1]);
+      if (key && typeof node.value !== "string") return found("a key that is not a string (quote it)");
+      if (key && node.value === "__proto__") return found("the key `__proto__`");
+      if (typeof node.value === "number" && !Number.isFinite(node.value)) return found("a number JSON cannot hold (`.inf`, `.nan`)");
+      if ((node.type === "QUOTE_DOUBLE" || node.type === "QUOTE_SINGLE") && text.includes("\n")) return found("a quoted value over several lines");
+      if ((node.type === "BLOCK_LITERAL" || node.type === "BLOCK_FOLDED") && /^[|>][+-]?\d/.test(text)) return found("a block scalar with an indentation indicator");
+      if (node.type === "PLAIN" && (PLAIN_START.test(text) || PLAIN_COLON.test(text))) return found("a plain value holding YAML syntax (quote it)");
+      continue;
+    }
+    if (!isMap(node) && !isSeq(node)) continue;
+    if (node.flow && source.slice(node.range![0], node.range![1]).includes("\n")) return found("a flow collection (`[…]`, `{…}`) over several lines");
+    const children: { node: unknown; depth: number; key?: boolean }[] = [];
+    for (const item of node.items) {
+      if (isPair(item)) {
+        if (isSeq(node) && node.flow) return found("a mapping inside a flow sequence");
+        if (!isScalar(item.key)) return found("a key that is not a string (quote it)");
+        children.push({ node: item.key, depth: depth + 1, key: true });
+        if (item.value) children.push({ node: item.value, depth: depth + 1 });
+      } else if (item) {
+        // `[a: b]` is a mapping of one pair without braces inside the sequence: the SDK reads only `[{a: b}]`.
+        if (isSeq(node) && node.flow && isMap(item) && source[item.range![0]] !== "{") return found("a mapping inside a flow sequence");
+        children.push({ node: item, depth: depth + 1 });
+      }
+    }
+    for (let index = children.length - 1; index >= 0; index--) pending.push(children[index]!);
+  }
+  return undefined;
 }
 
 interface YamlShape {

@@ -8,7 +8,7 @@ export type Severity = "error" | "warn";
 export type RuleSetting = Severity | "off";
 
 /** What a rule does to the skill it hits, besides reporting. */
-export type SkipEffect = "skip" | "keep" | "loser" | "dropped" | "none";
+export type SkipEffect = "skip" | "keep" | "loser" | "dropped" | "unserved" | "none";
 
 /** A diagnostic code's defaults and documentation. */
 export interface Rule {
@@ -55,6 +55,13 @@ const RULE_DATA = {
   "body-too-long": { severity: "off", skip: "keep", description: "body over 500 lines" },
   "encoding-invalid": { severity: "error", skip: "skip", description: "not UTF-8" },
   "file-too-large": { severity: "error", skip: "skip", description: "over 1 MiB" },
+  "serve-invalid": {
+    severity: "error",
+    skip: "unserved",
+    description:
+      "a skill an agent serves (`files: \"embed\"`) would be refused by MCP hosts: a name that is not one lowercase segment (a namespaced one), no `name` or `description` written, YAML their readers read otherwise, or a second skill of the name",
+  },
+  "serve-too-large": { severity: "error", skip: "keep", description: "a skill an agent serves holds over 512 files or 16 MiB, which MCP hosts may decline" },
 } as const satisfies Record<string, Rule>;
 
 export type RuleCode = keyof typeof RULE_DATA;

@@ -3,6 +3,7 @@ import type { AgentConfig, SourceConfig } from "./config.js";
 import { compareStrings, type Finding } from "./diagnostics.js";
 import { comparePaths } from "./discover.js";
 import type { Mode } from "./model.js";
+import type { WrittenFrontmatter } from "./parse.js";
 import { findSkillTag, type SkillContent } from "./validate.js";
 
 /** A valid skill as found in one root. */
@@ -17,6 +18,8 @@ export interface RootSkill extends SkillContent {
   hash: string;
   /** The skill folder's files, relative to it, in path order (see `DiscoveredSkill.files`). */
   files: readonly string[];
+  /** Its frontmatter as written (reads SKILL.md again): for the skills an agent serves. */
+  written: () => WrittenFrontmatter;
 }
 
 export interface SelectedSkill {
