@@ -30,6 +30,24 @@ function runtimeText() {
 }
 
 /**
+ * src/runtime/serve.ts as the modules of agents that embed their skill files add it after the helpers: its import
+ * from helpers.ts is left out, as the helpers' code is there already, under the same names.
+ */
+function serveRuntimeText() {
+  const text = compile("src/runtime/serve.ts", { format: "esm", absWorkingDir: fileURLToPath(new URL("..", import.meta.url)), external: ["./src/runtime/helpers.ts"] });
+  const code = text
+    .replace(/^\/\/ [^\n]*\n/, "")
+    .replace(/^import \{ [\w, ]+ \} from "[^"]*helpers\.ts";\n/, "")
+    .replace(/\nexport \{[^}]*\};\n$/, "\n");
+  if (/^\s*(export|import)\b/m.test(code)) throw new Error("embedded-text: unexpected esbuild output for src/runtime/serve.ts");
+  // Both texts share the module's scope: a name declared by both would not load.
+  const declared = (source) => [...source.matchAll(/^(?:var|let|const|function|class) (\w+)/gm)].map((match) => match[1]);
+  const shared = declared(code).filter((name) => declared(runtimeText()).includes(name));
+  if (shared.length > 0) throw new Error(`embedded-text: src/runtime/serve.ts and helpers.ts both declare ${shared.join(", ")}`);
+  return code;
+}
+
+/**
  * src/compile/hash-worker.ts with what it imports: the script of the worker thread that hashes skill files
  * (src/compile/resources.ts). In a function of its own: a worker's eval script runs at global scope, where its names
  * would be globals (and `crypto` is one already, a getter that esbuild's `var crypto` cannot replace).
@@ -40,5 +58,9 @@ function hashWorkerText() {
 
 /** The constants the source declares for these texts, as esbuild's and vitest's `define` take them. */
 export function embeddedTexts() {
-  return { __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()), __SKILLBAKE_HASH_WORKER__: JSON.stringify(hashWorkerText()) };
+  return {
+    __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()),
+    __SKILLBAKE_SERVE_RUNTIME__: JSON.stringify(serveRuntimeText()),
+    __SKILLBAKE_HASH_WORKER__: JSON.stringify(hashWorkerText()),
+  };
 }

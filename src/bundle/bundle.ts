@@ -1,6 +1,6 @@
 import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
-import type { AgentSkill, Compilation } from "../compile/compile.js";
+import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
@@ -94,6 +94,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       ...(agent.context.files.length > 0 ? { context: agent.context.files.map((file) => file.file) } : {}),
       ...(agent.tool ? { tool: agent.tool } : {}),
       ...(writesContext ? { contextFile: `agents/${agent.id}/${contextFile}` } : {}),
+      ...servingOf(compilation, agent),
     };
   }
   files.push(...moduleFiles(compilation, ordered));
@@ -136,6 +137,12 @@ export function bundleOf(compilation: Compilation): Bundle {
     }),
   });
   return { files, bodies: ordered.map((skill) => ({ hash: skill.hash, text: () => skill.body })) };
+}
+
+/** How an agent serves its skills, as the manifest records it. */
+function servingOf(compilation: Compilation, agent: CompiledAgent): Pick<Manifest["agents"][string], "files" | "served"> {
+  const { files } = compilation.config.config.agents[agent.id]!;
+  return { ...(files ? { files } : {}), ...(agent.served ? { served: agent.served } : {}) };
 }
 
 /** A skill file `stage` puts into the bundle. */

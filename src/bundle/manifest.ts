@@ -59,6 +59,11 @@ const manifestAgent = z.strictObject({
     .optional()
     .describe("The agent's skill tool, when its `tool` setting is given: the style and the name the model calls it by."),
   contextFile: z.string().optional().describe("With `contextFile`: the agent's context written out, agents/<id>/<contextFile>, relative to the bundle."),
+  files: z.literal("embed").optional().describe('With `files: "embed"`: the agent\'s module holds every file of the skills it serves.'),
+  served: z
+    .array(z.string())
+    .optional()
+    .describe('With `files: "embed"`: the names of the skills the agent serves over MCP, in prompt order.'),
 });
 
 const manifestSkill = z.strictObject({

@@ -1,6 +1,7 @@
 import * as crypto from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from "node:fs";
 import { Worker } from "node:worker_threads";
+import { asFileSystemError, FileSystemError } from "./fs-error.js";
 
 /** The script of the hashing worker (src/compile/hash-worker.ts and what it imports), put in by the build (scripts/embedded-text.mjs). */
 declare const __SKILLBAKE_HASH_WORKER__: string;
@@ -34,6 +35,33 @@ export function hashFile(path: string, expected?: FileIdentity): { size: number;
     return { ...hashOpenFile(fd, Number(stats.size)), stats };
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * A skill file's bytes for the bundle to carry (`files: "embed"`, a published archive): read only while `path` is
+ * still the file discovery verified (`expected`'s identity), and returned only as the bytes whose size and sha256 the
+ * manifest records. A file changed since throws a `FileSystemError` naming it (`display`), as any failure to read.
+ */
+export function readRecordedFile(path: string, display: string, expected: FileIdentity & { size: number; sha256: string }): Buffer {
+  const changed = () => new FileSystemError(`read ${display}`, new Error("it changed during the build; run `skills build` again"));
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stats = fstatSync(fd, { bigint: true });
+    if (!stats.isFile() || !isSameFile(stats, expected) || stats.size !== BigInt(expected.size)) throw changed();
+    const bytes = Buffer.allocUnsafe(expected.size);
+    for (let filled = 0; filled < bytes.length; ) {
+      const read = readSync(fd, bytes, filled, bytes.length - filled, filled);
+      if (read === 0) throw changed();
+      filled += read;
+    }
+    if (sha256Hex(bytes) !== expected.sha256) throw changed();
+    return bytes;
+  } catch (error) {
+    throw asFileSystemError(error, `read ${display}`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

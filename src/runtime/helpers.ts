@@ -32,10 +32,21 @@ export interface SkillFile {
   body: string;
   /** Every file of the skill folder, SKILL.md included, in path order (the manifest's `files`, less the hashes). */
   files: SkillFolderFile[];
+  /** When an agent of the module serves the skill with its files embedded (`files: "embed"`): what it serves. */
+  served?: ServedData;
 }
 
+/** A served skill's frontmatter as written and every file of its folder, embedded. */
+export interface ServedData {
+  frontmatter: Record<string, unknown>;
+  files: ServedFile[];
+}
+
+/** One embedded file of a served skill: UTF-8 text as a string, anything else as base64; with the manifest's size and sha256. */
+export type ServedFile = { path: string; size: number; sha256: string } & ({ text: string } | { base64: string });
+
 /** A skill as one agent sees it. */
-export interface SkillEntry extends SkillFile {
+export interface SkillEntry extends Omit<SkillFile, "served"> {
   mode: SkillMode;
   /** Whether the agent's catalogue lists it: false for an inline skill, a `disable-model-invocation` one, or one the budget dropped. */
   listed: boolean;
@@ -43,6 +54,8 @@ export interface SkillEntry extends SkillFile {
   source: number;
   /** Totals of `files`, and per top-level folder: the manifest's `structure`. */
   structure: SkillStructure;
+  /** The frontmatter as written, for a skill the agent serves with its files embedded (`files: "embed"`). */
+  frontmatter?: Record<string, unknown>;
 }
 
 /** The folder-structure summary: totals, and counts per top-level folder (`references`, `scripts`…). */
@@ -93,6 +106,8 @@ export interface AgentData {
   modelInvocable: string[];
   /** The agent's skill tool when not the default `use_skill` one: its style and the name the model calls it by. */
   tool?: { style: ToolStyle; name: string };
+  /** "embed": the files of the skills it serves are in the module (rows marked `served`). */
+  files?: "embed";
 }
 
 /**
@@ -104,8 +119,11 @@ export interface SkillTable {
   /** Each file's skill name, by file index: enough to find a skill by name without building any. */
   names: string[];
   files: readonly (() => SkillFile)[];
-  /** `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging). */
-  agents: Record<string, { file: number; listed: boolean; mode: SkillMode; source: number; location?: string; baseDir?: string }[]>;
+  /**
+   * `location` and `baseDir` are set where the agent sees the file elsewhere than `files` says (per-agent staging);
+   * `served` on the skills an agent with `files: "embed"` serves.
+   */
+  agents: Record<string, { file: number; listed: boolean; mode: SkillMode; source: number; location?: string; baseDir?: string; served?: true }[]>;
 }
 
 export interface Agent {
@@ -157,6 +175,13 @@ export interface Runtime {
   listUserInvocable(agent: string): readonly SkillEntry[];
   skillTool<D extends ToolDialect | undefined = undefined>(agent: string, dialect?: D): ToolIn<D> | null;
   callSkillTool(agent: string, input: unknown): string | SkillToolAnswer;
+  /** The skills the agent serves with their files embedded, in prompt order; none for an agent without `files: "embed"`. Not a module export: `mcpSkills` serves them. */
+  servedSkills(agent: string): readonly ServedSkill[];
+}
+
+/** A skill an agent serves: its entry, and what the module embeds of it. */
+export interface ServedSkill extends ServedData {
+  entry: SkillEntry;
 }
 
 /**
@@ -194,10 +219,11 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     const skills = skillsOf(agent);
     let entry = skills.built[position];
     if (!entry) {
-      const { file, listed, mode, source, location, baseDir } = skills.rows[position]!;
-      const { body, ...shared } = (records[file] ??= table!.files[file]!());
+      const { file, listed, mode, source, location, baseDir, served } = skills.rows[position]!;
+      const { body, served: embedded, ...shared } = (records[file] ??= table!.files[file]!());
       const elsewhere = location === undefined ? {} : { location, baseDir: baseDir! };
-      entry = deepFreeze({ ...shared, ...elsewhere, body, mode, listed, source, structure: summarizeStructure(shared.files) });
+      const written = served && embedded ? { frontmatter: embedded.frontmatter } : {};
+      entry = deepFreeze({ ...shared, ...elsewhere, body, mode, listed, source, structure: summarizeStructure(shared.files), ...written });
       skills.built[position] = entry;
     }
     return entry;
@@ -295,6 +321,18 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     return { name: skill.name, base_dir: skill.baseDir, content: applyArguments(skill.body, args as string) };
   };
 
+  const servedSkills = (agent: string): readonly ServedSkill[] => {
+    if (dataOf(agent).files !== "embed") {
+      throw new SkillError("INVALID_PARAM", `Agent "${agent}" does not embed its skill files: set its \`files\` to "embed" in the config, and build again.`);
+    }
+    return skillsOf(agent).rows.flatMap((row, position) => {
+      if (!row.served) return [];
+      const entry = entryAt(agent, position); // reads the record
+      const embedded = records[row.file]!.served;
+      return embedded ? [{ entry, ...embedded }] : [];
+    });
+  };
+
   const agents: Record<string, Agent> = {};
   for (const id of ids) {
     const { format, description, prompt } = agentData[id]!;
@@ -309,7 +347,7 @@ export function createRuntime(agentData: Record<string, AgentData>, loadSkills: 
     });
   }
 
-  return deepFreeze({ agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool });
+  return deepFreeze({ agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool, servedSkills });
 }
 
 /** An agent id or skill name must be a non-empty string: anything else is the caller's mistake, not an unknown name. */
