@@ -53,13 +53,13 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the built CLI as a subprocess, without a TTY, colour or GitHub Actions unless `env` says so. */
-export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; uid?: number }): Promise<CliRun> {
+/** Runs the built CLI (or the copy at `cli`) as a subprocess, without a TTY, colour or GitHub Actions unless `env` says so. */
+export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; uid?: number; cli?: string }): Promise<CliRun> {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, GITHUB_ACTIONS: undefined, GITHUB_STEP_SUMMARY: undefined, ...options.env };
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
   return new Promise((resolve, reject) => {
     const user = options.uid === undefined ? {} : { uid: options.uid, gid: options.uid };
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"], ...user });
+    const child = spawn(process.execPath, [options.cli ?? CLI, ...args], { cwd: options.cwd, env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"], ...user });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));

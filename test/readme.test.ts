@@ -194,7 +194,7 @@ describe("README and docs", () => {
   });
 
   it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {
-    const effect = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", none: "—" } as const;
+    const effect = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", unserved: "not served", none: "—" } as const;
     const expected = Object.entries(RULES).map(([code, rule]) => [`\`${code}\``, rule.severity, effect[rule.skip], rule.description]);
     expect(tableRows(section(diagnostics, "docs/diagnostics.md", "diagnostics"))).toEqual(expected);
   });

@@ -15,6 +15,8 @@ const SDKS = ["anthropic", "openai", "mcp", "ai"];
 
 const docs = await readFile(join(REPO, "docs/runtime.md"), "utf8");
 const snippets = new Map([...docs.matchAll(/<!-- sdk: ([\w-]+) -->\n```ts\n([\s\S]*?)^```$/gm)].map((match) => [match[1]!, match[2]!]));
+/** The MCP server of "Serve skills over MCP", type-checked as TypeScript too: the module's types fit the SDK's. */
+const serveSnippet = /<!-- serve: server -->\n```js\n([\s\S]*?)^```$/m.exec(docs)?.[1] ?? "";
 
 let dir = "";
 /** tsc's report over every snippet and the control file, in one run (each run loads the SDKs' types anew). */
@@ -29,16 +31,16 @@ beforeAll(async () => {
   dir = await tempDir("skillbake-sdk-");
   await writeTree(dir, {
     "package.json": JSON.stringify({ type: "module" }),
-    "skills.config.json": JSON.stringify({ agents: { coding: { skills: [{ root: "skills" }] } } }),
+    "skills.config.json": JSON.stringify({ agents: { coding: { skills: [{ root: "skills" }], files: "embed" } } }),
     "skills/release-notes/SKILL.md": skillMd("release-notes"),
     "skills/review/SKILL.md": skillMd("review"),
   });
   expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
   // The SDKs resolve from the repository's devDependencies (node_modules itself holds the build cache).
   for (const name of ["@anthropic-ai", "@modelcontextprotocol", "@types", "ai", "openai"]) await symlink(join(REPO, "node_modules", name), join(dir, "node_modules", name), "dir");
-  await writeTree(dir, { ...Object.fromEntries(SDKS.map((sdk) => [`${sdk}.ts`, snippets.get(sdk) ?? ""])), "readonly.ts": READONLY_SCHEMA });
+  await writeTree(dir, { ...Object.fromEntries(SDKS.map((sdk) => [`${sdk}.ts`, snippets.get(sdk) ?? ""])), "serve.ts": serveSnippet, "readonly.ts": READONLY_SCHEMA });
   const args = ["--noEmit", "--strict", "--exactOptionalPropertyTypes", "--module", "nodenext", "--target", "es2022", "--skipLibCheck", "--types", "node"];
-  report = await promisify(execFile)(process.execPath, [TSC, ...args, ...SDKS.map((sdk) => `${sdk}.ts`), "readonly.ts"], { cwd: dir }).then(
+  report = await promisify(execFile)(process.execPath, [TSC, ...args, ...SDKS.map((sdk) => `${sdk}.ts`), "serve.ts", "readonly.ts"], { cwd: dir }).then(
     () => "",
     (error: { stdout: string }) => error.stdout,
   );
@@ -60,6 +62,11 @@ describe("docs/runtime.md's SDK snippets type-check against each SDK", () => {
 
   it.each(SDKS)("%s", (sdk) => {
     expect(errorsIn(`${sdk}.ts`)).toBe("");
+  });
+
+  it("the MCP server of Serve skills over MCP", () => {
+    expect(serveSnippet).toContain("mcpSkills");
+    expect(errorsIn("serve.ts")).toBe("");
   });
 
   it("and a read-only schema, as the tool's type was before, fails (the check is real)", () => {

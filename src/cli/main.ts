@@ -5,11 +5,12 @@ import { diffCommand } from "./commands/diff.js";
 import { initCommand } from "./commands/init.js";
 import { listCommand } from "./commands/list.js";
 import { schemaCommand } from "./commands/schema.js";
+import { serveCommand } from "./commands/serve.js";
 import { didYouMean } from "../compile/suggest.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
-const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand, serveCommand, schemaCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));

@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import { OutputError } from "../../bundle/emit.js";
+import { BundleError } from "../../bundle/served.js";
 import { ConfigError } from "../../compile/config.js";
 import { describeSystemError, FileSystemError, isSystemError } from "../../compile/fs-error.js";
 import { escapeWorkflowCommands, escapeWorkflowCommandsInJson } from "../../compile/terminal.js";
@@ -32,6 +33,11 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
+/** What the command needs is not installed (an optional peer dependency): exit 2 with the message, which says how to install it. */
+export class MissingDependencyError extends Error {
+  override name = "MissingDependencyError";
+}
+
 /** Writes text for a person, a line break after it. No line of it can act as a GitHub workflow command. */
 export function write(stream: NodeJS.WritableStream, text: string): void {
   writeRaw(stream, escapeWorkflowCommands(text));
@@ -56,6 +62,6 @@ function writeRaw(stream: NodeJS.WritableStream, text: string): void {
  * replace, a filesystem that refuses (permissions, read-only, full, a path that cannot be). Undefined for a bug.
  */
 export function failureMessage(error: unknown): string | undefined {
-  if (error instanceof ConfigError || error instanceof OutputError || error instanceof FileSystemError) return error.message;
+  if (error instanceof ConfigError || error instanceof OutputError || error instanceof FileSystemError || error instanceof BundleError || error instanceof MissingDependencyError) return error.message;
   return isSystemError(error) ? describeSystemError(error) : undefined;
 }
