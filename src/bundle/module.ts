@@ -294,13 +294,9 @@ export interface SkillEntry<N extends string = string> {
   /** Every file of the skill folder, SKILL.md included, in path order. */
   readonly files: readonly SkillFolderFile[];
   /** Totals of \`files\`, and per top-level folder (\`references\`, \`scripts\`…). */
-  readonly structure: SkillStructure;${
-    serving.length === 0
-      ? ""
-      : `
+  readonly structure: SkillStructure;
   /** The frontmatter as written (every field, no defaults), on a skill its agent serves with the files embedded (\`files: "embed"\`). */
-  readonly frontmatter?: Readonly<Record<string, unknown>>;`
-  }
+  readonly frontmatter?: Readonly<Record<string, unknown>>;
 }
 
 /** A file of a skill folder: its path relative to the folder (\`/\`-separated) and its size in bytes. */
