@@ -37,8 +37,9 @@ describe("skills schema", () => {
     const validate = new Ajv2020({ strict: true, allErrors: true }).compile(await schema("manifest"));
     expect(validate(manifest), JSON.stringify(validate.errors)).toBe(true);
     expect(manifestSchema.parse(manifest)).toEqual(manifest);
-    // The manifest names its schema, which names itself the same (the package ships it at that path).
-    expect(manifest.$schema).toBe((await schema("manifest")).$id);
+    // The manifest names the schema its installed package ships, by a path editors resolve against the manifest.
+    expect(manifest.$schema).toBe("../../node_modules/skillbake/dist/manifest.schema.json");
+    expect((await schema("manifest")).$id).toBeUndefined();
 
     // The schema is strict: it is the definition of the format, not a loose description of it.
     expect(validate({ ...manifest, schemaVersion: 2 })).toBe(false);

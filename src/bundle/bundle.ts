@@ -4,7 +4,7 @@ import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.
 import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
-import { GENERATOR, MANIFEST_SCHEMA_URL, SCHEMA_VERSION, type Manifest } from "./manifest.js";
+import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
 import { asciiOnly, Each, Entry, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
@@ -102,7 +102,7 @@ export function bundleOf(compilation: Compilation): Bundle {
   const outputs: Record<string, Slot> = {};
   for (const file of files) outputs[file.path] = new Slot({ sha256Of: file.path });
   const manifest = {
-    $schema: MANIFEST_SCHEMA_URL,
+    $schema: manifestSchemaPath(compilation.outDir, compilation.config.dir),
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,

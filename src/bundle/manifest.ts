@@ -1,10 +1,10 @@
+import { join, relative, sep } from "node:path";
 import { z } from "zod";
 import { TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/rules.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { TOKEN_ENCODINGS } from "../compile/tokens.js";
-import { PACKAGE_VERSION } from "../compile/version.js";
 
 /**
  * `manifest.json`: the bundle's data for servers in any language. This schema is its definition:
@@ -12,8 +12,17 @@ import { PACKAGE_VERSION } from "../compile/version.js";
  * with it. A change that breaks readers bumps `schemaVersion`.
  */
 export const SCHEMA_VERSION = 1;
-/** Where the manifest's JSON Schema is published: the package ships it (`prepack` writes it with `skills schema manifest`). */
-export const MANIFEST_SCHEMA_URL = `https://unpkg.com/skillbake@${PACKAGE_VERSION}/dist/manifest.schema.json`;
+/** The manifest's JSON Schema in an installed skillbake, from the folder it is installed in (`prepack` writes it). */
+const INSTALLED_SCHEMA = "node_modules/skillbake/dist/manifest.schema.json";
+
+/**
+ * The manifest's `$schema`: the installed package's JSON Schema by a path relative to the manifest, as editors
+ * resolve it, for skillbake installed beside the config. It depends on the outDir and the config folder alone,
+ * so every checkout writes the same; `/`-separated on every platform.
+ */
+export function manifestSchemaPath(outDir: string, configDir: string): string {
+  return relative(outDir, join(configDir, INSTALLED_SCHEMA)).split(sep).join("/");
+}
 /** The manifest's top-level `generator`: how `skills build` tells a bundle it wrote (see `emit.ts`). */
 export const GENERATOR = "skillbake";
 
@@ -142,8 +151,7 @@ export function manifestJsonSchema(frontmatter?: FrontmatterSchema): Record<stri
     fields.additionalProperties = false;
     return schema;
   }
-  // The schema every manifest names in `$schema` (the package ships it); a config's own fields make another.
-  return { $id: MANIFEST_SCHEMA_URL, ...schema };
+  return schema;
 }
 
 /** The part of the manifest's JSON Schema that custom fields go into. */

@@ -4,6 +4,7 @@ import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
 import { RULE_CODES, RULES } from "../compile/rules.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
+import { docsLink, REPOSITORY_URL } from "../compile/links.js";
 import { escapeInvisible, escapeMarkdown, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
 import { isSameFile, type FileIdentity } from "../compile/resources.js";
@@ -211,15 +212,17 @@ export function formatStepSummary(heading: string, annotations: readonly Annotat
   return lines.join("\n");
 }
 
-/** The docs this version ships, online: where SARIF rules link for help. */
-const DOCS_URL = `https://unpkg.com/skillbake@${PACKAGE_VERSION}/docs/`;
-
-/** The rules a SARIF log declares: every diagnostic code, then the CLI's own two. */
+/** The rules a SARIF log declares: every diagnostic code, then the CLI's own two, each with its docs page. */
 const SARIF_RULES = [
-  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].description, helpUri: `${DOCS_URL}diagnostics.md`, level: RULES[code].severity })),
-  { id: "config-error", text: "the config cannot be loaded or is invalid", helpUri: `${DOCS_URL}configuration.md`, level: "error" },
-  { id: "stale-bundle", text: "`build --check`: a bundle file differs from a fresh build", helpUri: `${DOCS_URL}review.md`, level: "error" },
+  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].description, page: "diagnostics.md", level: RULES[code].severity })),
+  { id: "config-error", text: "the config cannot be loaded or is invalid", page: "configuration.md", level: "error" },
+  { id: "stale-bundle", text: "`build --check`: a bundle file differs from a fresh build", page: "review.md", level: "error" },
 ] as const;
+
+/** `{ [key]: value }`, or nothing when there is no value: SARIF's URIs are left out rather than dead. */
+function optional<Key extends string>(key: Key, value: string | undefined): { [K in Key]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [K in Key]?: string };
+}
 
 /** A SARIF 2.1.0 log (GitHub code scanning and other viewers): one run, every rule, a result per annotation. */
 export function formatSarif(annotations: readonly Annotation[]): string {
@@ -233,11 +236,11 @@ export function formatSarif(annotations: readonly Annotation[]): string {
           driver: {
             name: "skillbake",
             version: PACKAGE_VERSION,
-            informationUri: `https://www.npmjs.com/package/skillbake`,
-            rules: SARIF_RULES.map(({ id, text, helpUri, level }) => ({
+            ...optional("informationUri", REPOSITORY_URL),
+            rules: SARIF_RULES.map(({ id, text, page, level }) => ({
               id,
               shortDescription: { text },
-              helpUri,
+              ...optional("helpUri", docsLink(page)),
               defaultConfiguration: { level: level === "warn" ? "warning" : level === "off" ? "none" : "error" },
             })),
           },
