@@ -6,11 +6,12 @@
  * and is an ES module project, as `tsc --init`'s `verbatimModuleSyntax` needs for `import` in a .ts file.
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { cp, readdir, readFile, symlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { REPO, tempDir } from "./helpers.js";
+import { CLI, REPO, tempDir } from "./helpers.js";
 import { internalReferences } from "./internal-references.js";
 
 const run = promisify(execFile);
@@ -18,8 +19,11 @@ const TSC = join(REPO, "node_modules/typescript/bin/tsc");
 /** npm without this machine's settings, quiet, and from its cache where it can (the registry otherwise). */
 const NPM_ENV = { ...process.env, npm_config_userconfig: "/dev/null", npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
 
-/** What packing needs: the sources of the build, and what the package ships besides dist/. */
-const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "types", "tsconfig.json", "tsconfig.build.json"];
+/** What packing needs: the sources of the build, what the package ships besides dist/, and the example catalogue. */
+const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "types", "tsconfig.json", "tsconfig.build.json", "skills"];
+
+/** The product: the CLI, the API and the plugins, their declarations, the manifest's schema, the docs. */
+const PRODUCT = /^package\/(LICENSE|README\.md|package\.json|dist\/(cli\.js|cli\.cjs|index\.js|vite\.js|esbuild\.js|manifest\.schema\.json)|dist\/(?!skills\/)[\w/-]+\.d\.ts|docs\/[\w/-]+\.md|types\/[\w-]+\.d\.ts)$/;
 
 const SERVER = `import { agents, getPrompt, renderSkill, skillTool, type AgentId, type SkillToolInput } from "./dist/skills/index.js";
 
@@ -41,12 +45,17 @@ let tarball = "";
 let files: string[] = [];
 let unpacked = "";
 let project = "";
+/** What `npm install` of the tarball printed. */
+let installed = "";
 
 beforeAll(async () => {
   // Packed from a copy, so its build never rewrites the dist/cli.js other tests are running.
   const source = await tempDir("skillbake-pack-");
   for (const input of PACK_INPUTS) await cp(join(REPO, input), join(source, input), { recursive: true });
   await symlink(join(REPO, "node_modules"), join(source, "node_modules"), "dir");
+  // A developer's checkout after `npx skills build`: the example catalogue's bundle in dist/skills.
+  await writeFile(join(source, "skills.config.json"), JSON.stringify({ agents: { coding: { skills: [{ root: "skills" }] } } }));
+  await run(process.execPath, [CLI, "build"], { cwd: source });
   await run("npm", ["pack", "--silent", "--pack-destination", source], { cwd: source, env: NPM_ENV });
   tarball = join(source, (await readdir(source)).find((name) => name.endsWith(".tgz"))!);
   files = (await run("tar", ["-tzf", tarball])).stdout.trim().split("\n").sort();
@@ -55,7 +64,8 @@ beforeAll(async () => {
 
   project = await tempDir("skillbake-user-");
   await writeFile(join(project, "package.json"), `${JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2)}\n`);
-  await run("npm", ["install", "--prefer-offline", "--save-dev", tarball], { cwd: project, env: NPM_ENV });
+  const install = await run("npm", ["install", "--prefer-offline", "--save-dev", tarball], { cwd: project, env: NPM_ENV });
+  installed = install.stdout + install.stderr;
   await run("npx", ["skills", "init"], { cwd: project, env: NPM_ENV });
   await run("npx", ["skills", "build"], { cwd: project, env: NPM_ENV });
   await writeFile(join(project, "server.ts"), SERVER);
@@ -68,6 +78,22 @@ describe("the packed package", () => {
     expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
     // The packer's code cache is for its own Node: each install makes its own.
     expect(files.filter((file) => file.endsWith(".cache"))).toEqual([]);
+  });
+
+  it("ships only the product: no example bundle, no scripts (they build and test the repository, which it is not)", async () => {
+    expect(existsSync(join(tarball, "../dist/skills/index.d.ts")), "the packed checkout had an example bundle").toBe(true);
+    expect(files.filter((file) => !PRODUCT.test(file))).toEqual([]);
+    const manifest = JSON.parse(await readFile(join(unpacked, "package/package.json"), "utf8"));
+    expect(manifest.scripts).toBeUndefined();
+    // Packing put the repository's own package.json back as it was.
+    expect(await readFile(join(tarball, "../package.json"), "utf8")).toBe(await readFile(join(REPO, "package.json"), "utf8"));
+  });
+
+  it("installs with no install script of its own for the user to approve (npm 11.16+ lists them); esbuild's is explained in the README", async () => {
+    const listed = [...installed.matchAll(/install-scripts +(@?[\w./-]+)@[\d.]+ \(/g)].map((match) => match[1]);
+    // esbuild's postinstall is the one the README explains; an npm before 11.16 lists none.
+    const [major, minor] = (await run("npm", ["--version"], { env: NPM_ENV })).stdout.split(".").map(Number);
+    expect(listed).toEqual(major! > 11 || (major === 11 && minor! >= 16) ? ["esbuild"] : []);
   });
 
   it("names no design note, issue or round in any file it ships but the bundled code (scanned at its source)", async () => {
@@ -83,6 +109,9 @@ describe("the packed package", () => {
     const version = (await run("npx", ["skillbake", "--version"], { cwd: project, env: NPM_ENV })).stdout;
     expect((await run("npx", ["skills", "-v"], { cwd: project, env: NPM_ENV })).stdout).toBe(version);
     expect(await readdir(join(project, "dist/skills"))).toEqual(expect.arrayContaining(["index.js", "index.d.ts", "manifest.json"]));
+    // The manifest's $schema is the installed package's schema file, found from the manifest as an editor finds it.
+    const { $schema } = JSON.parse(await readFile(join(project, "dist/skills/manifest.json"), "utf8"));
+    expect(existsSync(resolve(project, "dist/skills", $schema))).toBe(true);
     // The CLI left its code cache beside itself for the next start (see launch.ts).
     expect(await readdir(join(project, "node_modules/skillbake/dist"))).toContain("cli.cjs.cache");
   });
