@@ -1,5 +1,6 @@
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readFile, readdir } from "node:fs/promises";
+import { chmod, lstat, readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli, tempDir, writeTree } from "./helpers.js";
@@ -53,6 +54,36 @@ describe("skills init", () => {
     expect(existsSync(join(dir, "skills.config.ts"))).toBe(false);
     expect(await readFile(join(dir, "skills/explain-code/SKILL.md"), "utf8")).toBe("mine");
     expect(await readFile(join(dir, "package.json"), "utf8")).toBe("{}\n");
+  });
+
+  it("keeps package.json's mode: a private one stays private", async () => {
+    const dir = await tempDir();
+    await writeFile(dir, "package.json", `{ "name": "app" }\n`);
+    await chmod(join(dir, "package.json"), 0o600);
+    expect((await runCli(["init"], { cwd: dir })).code).toBe(0);
+    expect((await stat(join(dir, "package.json"))).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(join(dir, "package.json"), "utf8")).scripts).toEqual({ "skills:build": "skills build" });
+  });
+
+  it("leaves a package.json that is a link or a FIFO alone: not written through, not replaced, not waited on", { timeout: 30_000 }, async () => {
+    const outside = await tempDir();
+    await writeFile(outside, "package.json", `{ "name": "elsewhere" }\n`);
+    const link = await tempDir();
+    await writeTree(link, { "package.json": { link: join(outside, "package.json") } });
+    const fifo = await tempDir();
+    execFileSync("mkfifo", [join(fifo, "package.json")]);
+    for (const [dir, what] of [
+      [link, "a symbolic link"],
+      [fifo, "not a regular file"],
+    ] as const) {
+      const run = await runCli(["init"], { cwd: dir });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`Left package.json as it is (${what}): add "skills:build": "skills build" to its scripts yourself`);
+      expect(existsSync(join(dir, "skills.config.ts"))).toBe(true);
+    }
+    expect((await lstat(join(link, "package.json"))).isSymbolicLink()).toBe(true);
+    expect(await readFile(join(outside, "package.json"), "utf8")).toBe(`{ "name": "elsewhere" }\n`);
+    expect((await lstat(join(fifo, "package.json"))).isFIFO()).toBe(true);
   });
 
   it("writes nothing and exits 2 when package.json is not valid JSON", async () => {

@@ -1,5 +1,5 @@
-import { lstatSync } from "node:fs";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { constants, lstatSync } from "node:fs";
+import { lstat, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { CONFIG_FILE_NAMES } from "../../compile/config.js";
 import { FileSystemError, isSystemError } from "../../compile/fs-error.js";
@@ -92,14 +92,22 @@ Examples:
         created.push(join(io.cwd, file));
         done.push(`Created ${file}`);
       }
-      if (packageJson) {
+      if (packageJson && "unread" in packageJson) {
+        done.push(`Left package.json as it is (${packageJson.unread}): add "${SCRIPT_NAME}": "${SCRIPT}" to its scripts yourself`);
+      } else if (packageJson) {
         const scripts = packageJson.value.scripts ?? {};
         if (scripts[SCRIPT_NAME] === undefined) {
           doing = "update package.json";
           packageJson.value.scripts = { ...scripts, [SCRIPT_NAME]: SCRIPT };
           const replacement = join(io.cwd, `.package.json.skills-init-${process.pid}`);
           created.push(replacement);
-          await writeFile(replacement, `${JSON.stringify(packageJson.value, null, packageJson.indent)}\n`, { flag: "wx" });
+          const file = await open(replacement, "wx");
+          try {
+            await file.chmod(packageJson.mode); // its own mode, not the umask's: a private package.json stays private
+            await file.writeFile(`${JSON.stringify(packageJson.value, null, packageJson.indent)}\n`);
+          } finally {
+            await file.close();
+          }
           await rename(replacement, join(io.cwd, "package.json"));
           created.pop();
           done.push(`Added "${SCRIPT_NAME}": "${SCRIPT}" to the scripts in package.json`);
@@ -134,15 +142,38 @@ interface PackageJson {
   value: { scripts?: Record<string, string> } & Record<string, unknown>;
   /** The file's own indentation, kept when it is rewritten. */
   indent: string;
+  /** Its permission bits, kept too. */
+  mode: number;
 }
 
-async function readPackageJson(file: string): Promise<PackageJson | "invalid" | undefined> {
-  const text = await readFile(file, "utf8").catch(() => undefined);
-  if (text === undefined) return undefined;
+/**
+ * package.json, when it is a regular file: read without following a link and non-blocking, so that a FIFO there
+ * cannot hang init. A link is not written through (its target may be anywhere) nor replaced by a file, and a FIFO,
+ * device or folder is not read: `unread` says which, and init leaves it alone.
+ */
+async function readPackageJson(path: string): Promise<PackageJson | { unread: string } | "invalid" | undefined> {
+  const entry = await lstat(path).catch(() => undefined);
+  if (!entry) return undefined;
+  if (entry.isSymbolicLink()) return { unread: "a symbolic link" };
+  let text: string;
+  let mode: number;
+  try {
+    const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    try {
+      const stats = await file.stat();
+      if (!stats.isFile()) return { unread: "not a regular file" };
+      mode = stats.mode & 0o777;
+      text = await file.readFile("utf8");
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return { unread: "not readable" };
+  }
   try {
     const value: unknown = JSON.parse(text);
     if (!isPlainObject(value) || !(value.scripts === undefined || isPlainObject(value.scripts))) return "invalid";
-    return { value: value as PackageJson["value"], indent: /^[ \t]+(?=")/m.exec(text)?.[0] ?? "  " };
+    return { value: value as PackageJson["value"], indent: /^[ \t]+(?=")/m.exec(text)?.[0] ?? "  ", mode };
   } catch {
     return "invalid";
   }
