@@ -152,7 +152,7 @@ describe("1. the frontmatter model", () => {
       [4, 27, "`disable-model-invocation`"],
       [5, 16, "`compatibility`"],
       [6, 1, "`agent`"],
-      [8, 3, "`metadata`"],
+      [8, 3, "`metadata.n`"],
       [9, 10, "`version`"],
     ]);
     expect(codes(built, "field-invalid")[2]!.message).toContain("only applies with `context: fork`");

@@ -182,7 +182,14 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     skillFileHashes.set(file, known);
     const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats);
     const validate = () =>
-      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), { descriptionFallback: config.descriptionFallback, customFields });
+      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), {
+        descriptionFallback: config.descriptionFallback,
+        customFields,
+        locate: (path) => {
+          const located = locateInFrontmatter(bytesNow(), path);
+          return located.found ? (located.keyAt ?? located.valueAt) : undefined;
+        },
+      });
     const validated = cache && (bytes === undefined || size === bytes.byteLength) ? cache.skill(displayFile, folder, hash, validate) : validate();
     findings.push(...validated.findings);
     // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.

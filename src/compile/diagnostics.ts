@@ -41,7 +41,7 @@ export function resolveFindings(findings: readonly Finding[], overrides: RuleOve
 }
 
 /** Characters of a message or hint kept: enough for any sentence skillbake writes around a value or two. */
-const MAX_MESSAGE_CHARACTERS = 600;
+export const MAX_MESSAGE_CHARACTERS = 600;
 
 /**
  * Messages quote skill text (a name, a key), which may be any size: an 800 KB name made megabytes of

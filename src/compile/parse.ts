@@ -1,5 +1,6 @@
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type YAMLError, type YAMLMap } from "yaml";
-import type { Finding } from "./diagnostics.js";
+import { MAX_MESSAGE_CHARACTERS, type Finding } from "./diagnostics.js";
+import { doubleQuoted, unquotedValue, type UnquotedValue } from "./quote.js";
 
 /** A SKILL.md over 1 MiB is `file-too-large`. */
 export const MAX_SKILL_FILE_BYTES = 1024 * 1024;
@@ -185,7 +186,8 @@ function splitFrontmatter(text: string): { yamlLines: string[]; rest: string } |
   return "unclosed";
 }
 
-function isFence(line: string): boolean {
+/** A frontmatter fence: `---`, then nothing but spaces or tabs. */
+export function isFence(line: string): boolean {
   return line.startsWith("---") && line.slice(3).trim() === "" && !line.slice(3).includes("\u00a0");
 }
 
@@ -566,27 +568,48 @@ function yamlError(file: string, yamlLines: string[], at: Position, detail: stri
       hint: "Resolve the conflict: keep one side and delete the `<<<<<<<`, `=======` and `>>>>>>>` lines.",
     };
   }
-  const sourceLine = yamlLines[at.line - 2] ?? "";
-  // The most common failure, an unquoted ": " inside a value, is reported where that ": " stands.
-  const value = /^[A-Za-z0-9_-]+:[ \t]+/.exec(sourceLine);
-  const innerColon = value && !/^["'|>]/.test(sourceLine.slice(value[0].length)) ? sourceLine.indexOf(": ", value[0].length) : -1;
-  const position = innerColon >= 0 ? { line: at.line, column: innerColon + 1 } : at;
-  return { code: "yaml-invalid", file, ...position, message: `the frontmatter is not valid YAML: ${detail}`, hint: yamlHint(sourceLine, at, yamlLines) };
+  const message = `the frontmatter is not valid YAML: ${detail}`;
+  // The most common failure, an unquoted ": " or a leading `[` in a value, is reported where it stands: on the line
+  // YAML failed on, or on the line of an entry before it (YAML notices an unclosed `[` only at the next key).
+  const unquoted = misreadValue(yamlLines, at.line - 2);
+  if (unquoted) {
+    const { index, value } = unquoted;
+    return { code: "yaml-invalid", file, line: index + 2, column: "colon" in value.problem ? value.problem.colon : value.column, message, hint: quoteHint(value) };
+  }
+  return { code: "yaml-invalid", file, ...at, message, hint: yamlHint(yamlLines[at.line - 2] ?? "", at, yamlLines) };
 }
 
-/** The fixes that cover most real YAML failures in SKILL.md files. */
-function yamlHint(sourceLine: string, at: Position, yamlLines: readonly string[]): string {
-  const field = /^([A-Za-z0-9_-]+):[ \t]+(.*)$/.exec(sourceLine);
-  if (field) {
-    const [, key, value] = field as unknown as [string, string, string];
-    const quoted = `${key}: "${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
-    if (/:\s/.test(value) && !/^["'|>]/.test(value)) {
-      return `The value of \`${key}\` contains ": ", which YAML reads as a new mapping. Quote the value: ${quoted}`;
-    }
-    if (/^[[{*&!@`%]/.test(value)) {
-      return `The value of \`${key}\` starts with \`${value[0]}\`, which YAML treats as syntax. Quote the value: ${quoted}`;
-    }
+/**
+ * The value YAML misreads that made it fail at `errorIndex` (an index into the frontmatter's lines): the failing
+ * line's own, else that of the first top-level entry up to that line that fails to parse on its own.
+ */
+function misreadValue(yamlLines: readonly string[], errorIndex: number): { index: number; value: UnquotedValue } | undefined {
+  // A value with ": " never parses; one that starts with `[` or `*` may be a list or an alias that does.
+  const fails = (lines: readonly string[]) => parseDocument(lines.join("\n"), { uniqueKeys: false, logLevel: "silent" }).errors.length > 0;
+  const own = unquotedValue(yamlLines[errorIndex] ?? "");
+  if (own && ("colon" in own.problem || fails([yamlLines[errorIndex]!]))) return { index: errorIndex, value: own };
+  const starts: number[] = [];
+  for (let index = 0; index < errorIndex && index < yamlLines.length; index++) if (TOP_LEVEL_KEY.test(yamlLines[index]!)) starts.push(index);
+  for (const [position, start] of starts.entries()) {
+    const value = unquotedValue(yamlLines[start]!);
+    if (value && fails(yamlLines.slice(start, starts[position + 1] ?? errorIndex + 1))) return { index: start, value };
   }
+  return undefined;
+}
+
+/** "Quote the value", with the quoted line to copy, unless that line is too long to show whole. */
+function quoteHint({ key, value, column, problem }: UnquotedValue): string {
+  const why =
+    "colon" in problem
+      ? `The value of \`${key}\` ${problem.colon - column === value.length - 1 ? 'ends in ":"' : 'contains ": "'}, which YAML reads as a new mapping.`
+      : `The value of \`${key}\` starts with \`${problem.indicator}\`, which YAML treats as syntax.`;
+  const hint = `${why} Quote the value: ${key}: ${doubleQuoted(value)}`;
+  // A hint past the length diagnostics keep would lose its middle: the line to copy would be cut.
+  return hint.length <= MAX_MESSAGE_CHARACTERS ? hint : `${why} Quote the value: put it in double quotes, with \\" for each " and \\\\ for each \\ inside it (\`skills check --fix\` does this).`;
+}
+
+/** The fixes that cover most other YAML failures in SKILL.md files. */
+function yamlHint(sourceLine: string, at: Position, yamlLines: readonly string[]): string {
   if (/^\t/.test(sourceLine)) return "YAML does not allow tabs for indentation; indent with spaces.";
   const firstBlank = yamlLines.findIndex((line) => line.trim() === "");
   if (firstBlank >= 0 && at.line - 2 > firstBlank && yamlLines.some((line, index) => index > firstBlank && /^#{1,6} /.test(line))) {

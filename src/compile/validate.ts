@@ -31,6 +31,8 @@ export interface ValidateOptions {
   descriptionFallback?: "first-paragraph";
   /** Fields the config's `frontmatter` schema declares: not unknown (`checkCustomFields` checks their values). */
   customFields?: readonly string[];
+  /** Where the entry at a path of keys stands in SKILL.md (its key's position): a field-invalid inside a mapping points at the bad entry. */
+  locate?: (path: readonly PropertyKey[]) => Position | undefined;
 }
 
 export interface ValidationResult {
@@ -181,7 +183,13 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
       (fields as Record<string, unknown>)[key] = result.data;
     } else {
       defineOwn(extra, field.key, field.value);
-      report("field-invalid", field.valueAt, `\`${field.key}\` ${describeIssue(field.value, result.error.issues[0])}; the value is kept under \`extra\` only`, fieldHint(key, field.value));
+      const issue = result.error.issues[0];
+      const inside = issue && issue.path.length > 0 ? [field.key, ...issue.path] : undefined;
+      const at = (inside && options.locate?.(inside)) ?? field.valueAt;
+      const message = inside
+        ? `\`${pathText(inside)}\` ${describeInnerIssue(valueAt(field.value, issue!.path), issue!)}; the value of \`${field.key}\` is kept under \`extra\` only`
+        : `\`${field.key}\` ${describeIssue(field.value, issue)}; the value is kept under \`extra\` only`;
+      report("field-invalid", at, message, fieldHint(key, field.value));
     }
   }
 
@@ -265,7 +273,12 @@ function checkName(file: string, name: string, folderName: string, at: Position)
       code: "name-mismatch",
       ...where,
       message: `name "${name}" does not match its folder "${folderName}"`,
-      hint: `Rename the folder to "${name}" or set \`name: ${folderName}\`.`,
+      // Only a valid name is worth a folder of its own: an invalid one is the thing to change.
+      hint: NAME_PATTERN.test(name)
+        ? `Rename the folder to "${name}" or set \`name: ${folderName}\`.`
+        : NAME_PATTERN.test(folderName)
+          ? `Set \`name: ${folderName}\`, the folder's name.`
+          : `Rename the folder and set \`name\` to one valid name, such as "${suggestName(name)}".`,
     });
   }
   if (!NAME_PATTERN.test(name)) {
@@ -303,6 +316,21 @@ function typeName(value: unknown): string {
   if (value === null) return "null";
   if (value instanceof Date) return "date";
   return typeof value === "object" ? "mapping" : typeof value;
+}
+
+/** `metadata.author`, `tags[2]`. */
+function pathText(path: readonly PropertyKey[]): string {
+  return path.map((segment, index) => (typeof segment === "number" ? `[${segment}]` : index === 0 ? String(segment) : `.${String(segment)}`)).join("");
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  return path.reduce<unknown>((inner, segment) => (inner !== null && typeof inner === "object" ? (inner as Record<PropertyKey, unknown>)[segment] : undefined), value);
+}
+
+/** An entry inside a field's value (a `metadata` value, a `tags` item) that fails: what it is, and what it should be. */
+function describeInnerIssue(value: unknown, issue: { code: string; message: string; expected?: unknown }): string {
+  if (issue.code === "invalid_type" && typeof issue.expected === "string") return `is a ${typeName(value)}, not a ${issue.expected === "array" ? "list" : issue.expected}`;
+  return describeIssue(value, issue);
 }
 
 function describeIssue(value: unknown, issue: { code: string; message: string } | undefined): string {
