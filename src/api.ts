@@ -10,6 +10,7 @@ import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { unifiedDiff } from "./review/diff.js";
+import { fixFiles, fixTargets, type FileFixes } from "./lint/files.js";
 import { compareBundle, hashBundleFile, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
 
 export interface CheckOptions {
@@ -24,6 +25,12 @@ export interface CheckOptions {
   onProgress?: CompileOptions["onProgress"];
   /** Overrides the config's `outDir`; relative to `cwd`. Staged locations (`stage: true`) point into it. */
   outDir?: string;
+  /**
+   * `true` (`--fix`): first rewrite the SKILL.md files whose findings can be mended without changing what they mean
+   * (a value YAML misreads is quoted, a missing `name` set to the folder's); `"dry-run"` (`--fix-dry-run`): work out
+   * those fixes and their diffs, and write nothing.
+   */
+  fix?: boolean | "dry-run";
 }
 
 export interface CheckResult extends Compilation {
@@ -37,6 +44,8 @@ export interface CheckResult extends Compilation {
    * unchanged); folders listed, and those whose entries it held (their stat signature unchanged).
    */
   cache: { parsed: number; reused: number; hashed: number; unchanged: number; listed: number; unlisted: number };
+  /** With `fix`: each file fixed (or, with `"dry-run"`, that would be), with what was done and the diff. */
+  fixes?: FileFixes[];
 }
 
 export interface BuildOptions extends CheckOptions {
@@ -66,7 +75,19 @@ export interface BuildResult extends CheckResult {
 
 /** Everything `build` does except writing (the build cache is read, not written). */
 export async function check(options: CheckOptions = {}): Promise<CheckResult> {
-  return (await compileCached(options, { readOnly: true })).result;
+  if (!options.fix) return (await compileCached(options, { readOnly: true })).result;
+  const { fixes, unchanged } = await fixFirst(options);
+  return { ...(unchanged ?? (await compileCached(options, { readOnly: true })).result), fixes };
+}
+
+/**
+ * `fix`: compiles once to find what can be fixed, then fixes it; `unchanged` is that compilation when no file was
+ * written (so it need not be compiled again).
+ */
+async function fixFirst(options: CheckOptions): Promise<{ fixes: FileFixes[]; unchanged?: CheckResult }> {
+  const { result } = await compileCached({ ...options, fix: undefined }, { readOnly: true });
+  const fixes = fixFiles(fixTargets(result), { write: options.fix === true, recover: result.config.config.yaml === "recover" });
+  return { fixes, ...(fixes.some((file) => file.written) ? {} : { unchanged: result }) };
 }
 
 /**
@@ -74,7 +95,9 @@ export async function check(options: CheckOptions = {}): Promise<CheckResult> {
  * came from the same compilation and is untouched, it is left as it is (`written: false`).
  */
 export async function build(options: BuildOptions = {}): Promise<BuildResult> {
-  return buildInSession(options);
+  if (!options.fix) return buildInSession(options);
+  const { fixes } = await fixFirst(options);
+  return { ...(await buildInSession({ ...options, fix: undefined })), fixes };
 }
 
 /**

@@ -4,6 +4,8 @@ export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsCo
 export { z } from "zod";
 export type { AgentSkill, CompiledAgent, Compilation } from "./compile/compile.js";
 export type { Diagnostic } from "./compile/diagnostics.js";
+export type { FileFixes } from "./lint/files.js";
+export type { AppliedFix } from "./lint/fix.js";
 export type { RuleCode, Severity } from "./compile/rules.js";
 /** Named here so a config's inferred type can name it (declaration emit: TS2742). */
 export type { FrontmatterSchema } from "./compile/custom-fields.js";

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
  * The pipeline's stages, lowest first (DEVELOPERS.md, Layout): a file may import from its own stage or a lower
  * one, never a higher one, and no files import each other in a loop.
  */
-const STAGES = ["runtime", "compile", "bundle", "review", "api.ts", "index.ts", "cli", "plugins"] as const;
+const STAGES = ["runtime", "compile", "bundle", "review", "lint", "api.ts", "index.ts", "cli", "plugins"] as const;
 
 const src = resolve("src");
 const files = (readdirSync(src, { recursive: true }) as string[]).filter((path) => path.endsWith(".ts")).map((path) => join(src, path));

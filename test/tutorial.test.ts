@@ -15,7 +15,7 @@ const steps = docSteps(readme);
 describe("the README tutorial", () => {
   it("has its steps marked: install, scaffold, a mistake and its fix, build, list, a server, CI and a diff", () => {
     const runs = steps.filter((step) => step.kind === "run").flatMap((step) => commands(step.text));
-    expect(runs).toEqual(expect.arrayContaining(["npm init -y", INSTALL, "npx skills init", "npx skills check", "npx skills build", "npx skills list", "node server.mjs"]));
+    expect(runs).toEqual(expect.arrayContaining(["npm init -y", INSTALL, "npx skills init", "npx skills check", "npx skills check --fix", "npx skills build", "npx skills list", "node server.mjs"]));
     expect(runs.some((command) => command.startsWith("npx skills diff"))).toBe(true);
     expect(steps.filter((step) => step.kind === "workflow")).toHaveLength(1);
   });

@@ -1,6 +1,7 @@
 import { appendFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
+import type { FileFixes } from "../../lint/files.js";
 import { ConfigError } from "../../compile/config.js";
 import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
@@ -25,12 +26,16 @@ const COMMON_HELP = `  --config FILE      config file (default: skills.config.{t
   --max-warnings N   more than N warnings fail the run
   --format FORMAT    pretty | json | github | sarif (default: github when GITHUB_ACTIONS=true, else pretty);
                      github and sarif name files relative to the current folder. Under GitHub Actions a
-                     Markdown summary is also appended to $GITHUB_STEP_SUMMARY`;
+                     Markdown summary is also appended to $GITHUB_STEP_SUMMARY
+  --fix              first rewrite the SKILL.md files whose findings can be fixed without changing what
+                     they mean (quote a value YAML misreads, set a missing name to the folder's); each
+                     fix is listed
+  --fix-dry-run      list those fixes and print their diff on stdout; write nothing`;
 
 export const buildCommand: Command = {
   name: "build",
   summary: "compile the config's skills and write the bundle",
-  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--watch] [--strict] [--max-warnings N] [--format pretty|json|github|sarif]
+  help: `Usage: skills build [--config FILE] [--out DIR] [--check] [--watch] [--strict] [--max-warnings N] [--fix | --fix-dry-run] [--format pretty|json|github|sarif]
 
 Compiles every agent in the config and writes the bundle (manifest.json, prompts/) to the config's
 outDir (default dist/skills). Nothing is written when there is an error.
@@ -55,6 +60,8 @@ Examples:
     strict: { type: "boolean" },
     "max-warnings": { type: "string" },
     format: { type: "string" },
+    fix: { type: "boolean" },
+    "fix-dry-run": { type: "boolean" },
   },
   maxPositionals: 0,
   run: (values, _positionals, io) => (values.watch === true ? watchAndReport(values, io) : compileAndReport("build", values, io)),
@@ -63,7 +70,7 @@ Examples:
 export const checkCommand: Command = {
   name: "check",
   summary: "validate the skills and agents without writing (a CI gate)",
-  help: `Usage: skills check [--config FILE] [--strict] [--max-warnings N] [--format pretty|json|github|sarif]
+  help: `Usage: skills check [--config FILE] [--strict] [--max-warnings N] [--fix | --fix-dry-run] [--format pretty|json|github|sarif]
 
 Does everything \`skills build\` does except writing: exits 1 on any error (with --strict, on any
 warning), so it can fail a pull request on invalid frontmatter.
@@ -73,8 +80,16 @@ ${COMMON_HELP}
 
 Examples:
   skills check
-  skills check --max-warnings 0 --format github   # in CI: annotate the pull request, fail on any warning`,
-  options: { config: { type: "string" }, strict: { type: "boolean" }, "max-warnings": { type: "string" }, format: { type: "string" } },
+  skills check --max-warnings 0 --format github   # in CI: annotate the pull request, fail on any warning
+  skills check --fix            # quote the YAML values and add the names that can be fixed, then check`,
+  options: {
+    config: { type: "string" },
+    strict: { type: "boolean" },
+    "max-warnings": { type: "string" },
+    format: { type: "string" },
+    fix: { type: "boolean" },
+    "fix-dry-run": { type: "boolean" },
+  },
   maxPositionals: 0,
   run: (values, _positionals, io) => compileAndReport("check", values, io),
 };
@@ -82,7 +97,7 @@ Examples:
 async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO): Promise<number> {
   const { format, maxWarnings } = reportSettings(values, io);
   const progress = progressOnTty(io.stderr);
-  const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update };
+  const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update, fix: fixSetting(values) };
   let result: CheckResult & Partial<BuildResult>;
   try {
     result = await (command === "build" ? build({ ...options, outDir: values.out as string | undefined, check: values.check === true }) : check(options)).finally(
@@ -146,6 +161,7 @@ async function report(
   const stale = result.stale ?? [];
   const style = styleFor(io.stderr, io.env);
 
+  if (result.fixes && format !== "json") reportFixes(result.fixes, io, style);
   const annotations = [...diagnosticAnnotations(result.diagnostics, result.config.dir, io.cwd), ...staleAnnotations(result, io.cwd)];
   if (format === "json") {
     writeJson(io.stdout, JSON.stringify(jsonReport(command, result, io.cwd), null, 2));
@@ -165,12 +181,36 @@ async function report(
   return passed ? 0 : 1;
 }
 
+/** `--fix` / `--fix-dry-run`: which of the two, if any; with `build --check` only the dry run (`--check` writes nothing). */
+function fixSetting(values: FlagValues): boolean | "dry-run" | undefined {
+  if (values.fix === true && values["fix-dry-run"] === true) throw new UsageError("--fix and --fix-dry-run do not go together: --fix-dry-run shows what --fix would write");
+  if (values.fix === true && values.check === true) throw new UsageError("--fix and --check do not go together: --check writes nothing (--fix-dry-run shows the fixes)");
+  return values.fix === true ? true : values["fix-dry-run"] === true ? "dry-run" : undefined;
+}
+
+/**
+ * What `--fix` did to each file (or, with `--fix-dry-run`, would do) on stderr, and with `--fix-dry-run` the diff on
+ * stdout. Every line of skill text is escaped: the diff quotes the files.
+ */
+function reportFixes(files: readonly FileFixes[], io: CommandIO, style: Style): void {
+  const lines: string[] = [];
+  for (const file of files) {
+    const state = file.notWritten ? `not fixed: ${file.notWritten}` : file.written ? "fixed" : "would be fixed";
+    lines.push(`${style.bold(escapeInvisible(file.file))} ${state}`);
+    for (const fix of file.fixes) lines.push(`  ${style.dim(`${fix.line}:${fix.column}`)}  ${escapeInvisible(fix.message)}  ${style.dim(`[${fix.code}]`)}`);
+  }
+  if (lines.length > 0) write(io.stderr, `${lines.join("\n")}\n`);
+  const diffs = files.filter((file) => !file.written && !file.notWritten).map((file) => file.diff.split("\n").map((line) => escapeInvisible(line, { keepTabs: true })).join("\n"));
+  if (diffs.length > 0) write(io.stdout, diffs.join("\n"));
+}
+
 /**
  * `build --watch`: reports every build as `build` would, with what changed and how long it took, until Ctrl-C.
  * Exits 2 when the first build cannot load the config (there is nothing to watch yet), else 0 when stopped.
  */
 async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number> {
   if (values.check === true) throw new UsageError("--watch and --check do not go together: --check compares once and writes nothing");
+  if (fixSetting(values)) throw new UsageError("--watch and --fix do not go together: run `skills check --fix` once, then watch");
   const { format, maxWarnings } = reportSettings(values, io);
   const strict = values.strict === true;
   const options = { config: values.config as string | undefined, cwd: io.cwd, strict, maxWarnings, outDir: values.out as string | undefined };
@@ -309,5 +349,6 @@ function jsonReport(command: string, result: CheckResult & Partial<BuildResult>,
     diagnostics: result.diagnostics,
     agents: result.agents.map((agent) => ({ id: agent.id, skills: agent.skills.length, promptCharacters: agent.prompt.length })),
     ...(result.outDir ? { outDir: relative(cwd, result.outDir) || ".", written: result.written, stale: result.stale, staleDiff: result.staleDiff } : {}),
+    ...(result.fixes ? { fixes: result.fixes } : {}),
   };
 }
