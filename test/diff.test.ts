@@ -69,7 +69,7 @@ describe("unifiedDiff", () => {
 
   it("merges changes whose context overlaps, numbers an empty side from the line before it, and is empty for equal texts", () => {
     expect(unifiedDiff("a\nb", "a\nb", { beforeLabel: "x", afterLabel: "y" })).toBe("");
-    expect(unifiedDiff("", "new", { beforeLabel: "x", afterLabel: "y", context: 0 })).toBe("--- x\n+++ y\n@@ -0,0 +1,1 @@\n+new");
+    expect(unifiedDiff("", "new", { beforeLabel: "x", afterLabel: "y", context: 0 })).toBe("--- x\n+++ y\n@@ -0,0 +1 @@\n+new");
     const after = before.replace("4\n", "four\n").replace("8\n", "eight\n");
     expect(unifiedDiff(before, after, { beforeLabel: "x", afterLabel: "y" }).split("\n").filter((line) => line.startsWith("@@"))).toEqual(["@@ -1,11 +1,11 @@"]);
   });

@@ -130,7 +130,7 @@ export function unifiedDiff(before: string, after: string, { beforeLabel, afterL
     // An empty side is numbered by the line before it, as diff -u does.
     const beforeStart = beforeCount === 0 ? positions[start]!.before - 1 : positions[start]!.before;
     const afterStart = afterCount === 0 ? positions[start]!.after - 1 : positions[start]!.after;
-    lines.push(`@@ -${beforeStart},${beforeCount} +${afterStart},${afterCount} @@`);
+    lines.push(`@@ -${hunkRange(beforeStart, beforeCount)} +${hunkRange(afterStart, afterCount)} @@`);
     for (const edit of slice) lines.push(`${edit.op === "equal" ? " " : edit.op === "delete" ? "-" : "+"}${edit.line}`);
   }
   if (lines.length > maxLines) {
@@ -138,6 +138,11 @@ export function unifiedDiff(before: string, after: string, { beforeLabel, afterL
     return [...lines.slice(0, maxLines), `… ${omitted} more ${omitted === 1 ? "line" : "lines"} of diff`].join("\n");
   }
   return lines.join("\n");
+}
+
+/** A hunk's first line and its count of lines, the count left out when it is one, as diff -u writes them. */
+function hunkRange(start: number, count: number): string {
+  return count === 1 ? `${start}` : `${start},${count}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------
