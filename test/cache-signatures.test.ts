@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { lstatSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -207,6 +207,33 @@ describe("build cache: stat signatures", () => {
     const edit = () => writeFileSync(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks.", "Edited during the build."));
     const edited = await compile(loaded, { cache: BuildCache.open(loaded), afterDiscovery: edit });
     expect(() => bundleTexts(bundleOf(edited))).toThrow("cannot read skills/beta/SKILL.md: it changed during the build; build again");
+  });
+});
+
+describe("build cache: the racily clean rule", () => {
+  it("a file whose ctime is recent gets no signature, however old its mtime (an edit that put the mtime back)", async () => {
+    const dir = await project();
+    const loaded = await loadConfig(undefined, dir);
+    const file = join(dir, "skills/beta/references/guide.md");
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(file, hourAgo, hourAgo); // the mtime an hour back; the ctime now, as utimes sets it
+    const stats = lstatSync(file, { bigint: true });
+    expect(stats.mtimeNs < stats.ctimeNs - 3_000_000_000n).toBe(true);
+    const cache = BuildCache.open(loaded);
+    cache.recordFile("skills/beta/references/guide.md", stats, 8, "0".repeat(64));
+    cache.nextBuild();
+    expect(cache.knownFile("skills/beta/references/guide.md", stats)).toBeUndefined();
+  });
+
+  it("a file with both times old enough keeps its signature (the rule's other side)", async () => {
+    const dir = await project();
+    const loaded = await loadConfig(undefined, dir);
+    const file = join(dir, "skills/beta/references/guide.md");
+    const stats = { ...lstatSync(file, { bigint: true }), mtimeNs: 1n, ctimeNs: 1n };
+    const cache = BuildCache.open(loaded);
+    cache.recordFile("skills/beta/references/guide.md", stats, 8, "0".repeat(64));
+    cache.nextBuild();
+    expect(cache.knownFile("skills/beta/references/guide.md", stats)).toEqual({ size: 8, sha256: "0".repeat(64) });
   });
 });
 

@@ -231,6 +231,8 @@ describe("custom frontmatter fields (the config's `frontmatter` schema)", () => 
 
   it("types the fields in the generated .d.ts: tsc accepts right uses and rejects wrong ones", async () => {
     const dir = await project({
+      // A description that would end the doc comment it goes in.
+      "skills.config.ts": config(SCHEMA.replace("The team that owns the skill.", "The team that owns the skill; */ ends a comment.")),
       "package.json": JSON.stringify({ type: "module" }),
       "check.ts": `import { getSkill } from "./dist/skills/index.js";
 const deploy = getSkill("coding", "deploy");
@@ -259,6 +261,7 @@ export { owner, tier, region, replicas, reviewers, tags, wrong, platinum, sure }
         (error: { stdout: string }) => error.stdout,
       );
     expect(await tsc("check.ts")).toBe("");
+    expect(await readFile(join(dir, "dist/skills/index.d.ts"), "utf8")).toContain("/** The team that owns the skill; *\\/ ends a comment. */");
     await writeTree(dir, { "wrong.ts": `import { getSkill } from "./dist/skills/index.js";\nexport const owner: number = getSkill("coding", "deploy").fields.owner;\n` });
     expect(await tsc("wrong.ts")).toContain("Type 'string' is not assignable to type 'number'");
   }, 60_000);

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, readlink, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { recoverInterruptedBuild } from "../src/bundle/emit.js";
+import { recoverInterruptedBuild, swapIn } from "../src/bundle/emit.js";
 import { CLI, holdLock, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`. */
@@ -288,6 +288,20 @@ describe("one build at a time per outDir", () => {
       expect(await snapshot(join(dir, "dist/skills"))).toEqual(expected);
       expect(await transientSiblings(dir)).toEqual([]);
     }
+  });
+});
+
+describe("the swap", () => {
+  it("puts the old bundle straight back when the new one cannot be renamed into its place", async () => {
+    const dir = await project();
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const before = await snapshot(join(dir, "dist/skills"));
+    const staging = join(dir, "dist/.skills.tmp-gone");
+    expect(() => swapIn(staging, join(dir, "dist/skills"))).toThrow(expect.objectContaining({ code: "ENOENT", path: staging }));
+    expect(await snapshot(join(dir, "dist/skills"))).toEqual(before);
+    expect(await readdir(join(dir, "dist"))).toEqual(["skills"]);
+    // Without an old bundle there is nothing to put back: the rename's own error.
+    expect(() => swapIn(staging, join(dir, "dist/other"))).toThrow(expect.objectContaining({ code: "ENOENT", path: staging }));
   });
 });
 

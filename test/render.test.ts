@@ -36,9 +36,14 @@ describe("renderPrompt", () => {
     expect(renderPrompt("pi", [skill({ hidden: true })]).prompt).toBe("");
   });
 
-  it("escapes names, descriptions and locations, and inline attributes too", () => {
-    const { prompt } = renderPrompt("pi", [skill({ description: `a & <b> "c" 'd'` }), skill({ name: 'x"y', mode: "inline", location: "a&b/SKILL.md", baseDir: "a&b" })]);
-    expect(prompt).toContain("<description>a &amp; &lt;b&gt; &quot;c&quot; &apos;d&apos;</description>");
+  it("escapes names, descriptions and locations in the catalogue, and the inline block's attributes", () => {
+    const { prompt } = renderPrompt("pi", [
+      skill({ name: `n<&>"'`, description: `a & <b> "c" 'd'`, location: `a&<b>"c'/SKILL.md` }),
+      skill({ name: 'x"y', mode: "inline", location: "a&b/SKILL.md", baseDir: "a&b" }),
+    ]);
+    expect(prompt).toContain(
+      "  <skill>\n    <name>n&lt;&amp;&gt;&quot;&apos;</name>\n    <description>a &amp; &lt;b&gt; &quot;c&quot; &apos;d&apos;</description>\n    <location>a&amp;&lt;b&gt;&quot;c&apos;/SKILL.md</location>\n  </skill>",
+    );
     expect(prompt).toContain('<skill name="x&quot;y" location="a&amp;b/SKILL.md">\nReferences are relative to a&amp;b.');
   });
 

@@ -294,8 +294,9 @@ export function hashBundleFile(outDir: string, path: string): { sha256: string }
  * Staging → outDir, the old outDir (if any) moved aside first and returned. Synchronous, so nothing else runs
  * between the two renames: outDir is missing only for that instant, and if the second rename fails the old
  * bundle goes straight back.
+ * @internal Exported for its test: no input makes the second rename fail on its own.
  */
-function swapIn(staging: string, outDir: string): string | undefined {
+export function swapIn(staging: string, outDir: string): string | undefined {
   const retired = transientPath(outDir, "old");
   let moved = false;
   try {
