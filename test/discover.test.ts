@@ -101,6 +101,26 @@ describe("discoverRoot", () => {
     expect(listing.findings[1]!.message).toBe("the link root/up resolves outside its root (to .); it is not followed");
   });
 
+  it("refuses links into a sibling folder whose name starts with the root's (skills-private beside skills)", async () => {
+    const base = await tempDir();
+    await writeTree(base, {
+      "skills-private/secret/SKILL.md": skillMd("secret"),
+      "skills/secret": { link: "../skills-private/secret" },
+      "skills/leaky/SKILL.md": { link: "../../skills-private/secret/SKILL.md" },
+      "skills/pdf/SKILL.md": skillMd("pdf"),
+      "skills/pdf/private": { link: "../../skills-private/secret" },
+      "skills/pdf/secret.md": { link: "../../skills-private/secret/SKILL.md" },
+    });
+    const listing = await discoverRoot(join(base, "skills"), (path) => path.slice(base.length + 1));
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([["pdf", ["SKILL.md"]]]);
+    expect(listing.findings.map((finding) => [finding.code, finding.file])).toEqual([
+      ["symlink-escape", "skills/leaky/SKILL.md"],
+      ["symlink-escape", "skills/pdf/private"],
+      ["symlink-escape", "skills/pdf/secret.md"],
+      ["symlink-escape", "skills/secret"],
+    ]);
+  });
+
   it("accepts a root that is itself a skill, or itself a link", async () => {
     const base = await tempDir();
     await writeTree(base, { "solo/SKILL.md": skillMd("solo"), "linked": { link: "solo" } });

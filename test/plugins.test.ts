@@ -175,6 +175,17 @@ describe("skillbake/esbuild", () => {
     expect(error!.notes[0]!.text).toContain('Quote the value: description: "[broken"');
   });
 
+  it("counts the error's column in bytes, as esbuild does, after non-ASCII text: its code frame points at the error", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN.replace("[broken", "[été, broken"));
+    const failure = (await bundle(dir).catch((error: BuildFailure) => error)) as BuildFailure;
+    // The YAML error is at the line's end, as with the ASCII line above (column 20 of "description: [broken").
+    expect(failure.errors[0]!.location).toMatchObject({ line: 3, column: Buffer.byteLength("description: [été, broken"), lineText: "description: [été, broken" });
+    const frame = (await formatMessages(failure.errors, { kind: "error" })).join("\n").split("\n");
+    const quoted = frame.findIndex((line) => line.includes("description: [été, broken"));
+    expect(frame[quoted + 1]!.indexOf("^")).toBe(frame[quoted]!.indexOf("broken") + "broken".length);
+  });
+
   it("neither writes through nor waits on a link or a FIFO committed in place of skills-env.d.ts", async () => {
     const dir = await project();
     const outside = join(await tempDir(), "victim.d.ts");
