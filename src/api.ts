@@ -6,6 +6,7 @@ import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
 import { loadConfig, type LoadedConfig } from "./compile/config.js";
 import type { StatsTaken } from "./compile/discover.js";
+import { DiscoveryMemo } from "./compile/discovery-memo.js";
 import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
@@ -168,6 +169,7 @@ export async function compileCached(
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
     cache,
     statsTaken,
+    ...(session?.discovery ? { discovery: session.discovery } : {}),
   });
   return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), cache };
 }
@@ -195,6 +197,23 @@ export class BuildSession {
   private loadedConfig?: { loaded: LoadedConfig; signatures: string | undefined };
   private cache?: BuildCache;
   private builds = 0;
+  /** With a watcher that reports every change (`noteChanges`): the last build's discovery, and the paths changed since. */
+  readonly discovery: DiscoveryMemo | undefined;
+
+  /** `watched`: the session's front end reports every path that changes between builds (`noteChanges`). */
+  constructor({ watched = false }: { watched?: boolean } = {}) {
+    this.discovery = watched ? new DiscoveryMemo() : undefined;
+  }
+
+  /** Paths a watcher saw change (absolute): a rebuild where only files' contents changed does not walk the roots again. */
+  noteChanges(paths: Iterable<string>): void {
+    this.discovery?.noteChanges(paths);
+  }
+
+  /** The folders and files the last build went by that changed since without `noteChanges` being told (see `DiscoveryMemo.verify`). */
+  missedChanges(): string[] {
+    return this.discovery?.verify() ?? [];
+  }
 
   /** Counts a build of the session; true for its first. */
   startBuild(): boolean {

@@ -48,7 +48,9 @@ const LOCK_RETRY_MS = 1000;
  * on Linux it is emulated in JavaScript (a walk that adds a watch per folder, racing with the changes it is
  * meant to see) and it would also watch what discovery skips (node_modules, dot folders, ignored paths). After
  * every build the set of folders is brought up to date with what that build's discovery listed, so new skill
- * folders are watched and removed ones released. Events inside the outDir are ignored: the build's own writes.
+ * folders are watched and removed ones released, and every folder and file the build went by is checked against
+ * what it found: a change made before its folder was watched (or whose event an overflowing queue dropped) is
+ * built next, so none is missed. Events inside the outDir are ignored: the build's own writes.
  */
 export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBuild) => void | Promise<void>, signal: AbortSignal): Promise<void> {
   /** Watched folder → its watcher and the folder's identity, whether discovery lists it, and the names in it that matter besides. */
@@ -63,8 +65,11 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let building: Promise<void> | undefined;
-  /** The config and the build cache, kept between builds: a rebuild reads and hashes only what changed. */
-  const session = new BuildSession();
+  /**
+   * The config, the build cache and the last discovery, kept between builds: a rebuild reads and hashes only what
+   * changed, and walks the roots again only when a change can alter what discovery finds.
+   */
+  const session = new BuildSession({ watched: true });
 
   const isOwnOutput = (path: string) =>
     outDir !== undefined && (path === outDir || path.startsWith(outDir + sep) || (dirname(path) === dirname(outDir) && basename(path).startsWith(`.${basename(outDir)}.`)));
@@ -127,6 +132,7 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     const start = performance.now();
     let result: BuildResult | undefined;
     let error: unknown;
+    session.noteChanges(changed);
     try {
       result = await buildInSession(options, session);
     } catch (caught) {
@@ -137,6 +143,8 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     const retryInMs = error instanceof OutDirLockedError && changed.length > 0 ? LOCK_RETRY_MS : undefined;
     if (retryInMs !== undefined) for (const path of changed) pending.add(path);
     await onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
+    // A change no event told of (made before its folder was watched, or dropped by an overflowing queue) is built next.
+    if (result && !signal.aborted) for (const path of session.missedChanges()) pending.add(path);
     return retryInMs;
   };
 

@@ -7,7 +7,7 @@ import { declaredFields } from "./custom-fields.js";
 import type { Finding } from "./diagnostics.js";
 import { RULES } from "./rules.js";
 import type { FolderEntry, TakenStats } from "./discover.js";
-import type { FileStats } from "./resources.js";
+import { fileStatsOf, type FileStats } from "./resources.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
 
@@ -52,6 +52,12 @@ export interface FilePlaces {
   entries: Record<string, [offset: number, length: number]>;
   /** Each body, escaped for the file, by the sha256 of its SKILL.md. */
   bodies: Record<string, [offset: number, length: number]>;
+}
+
+/** A folder as a build listed it: its stats just before, and its entries. */
+export interface ListedFolder {
+  stats: FileStats;
+  entries: readonly FolderEntry[];
 }
 
 /** A skill file (SKILL.md or another) as a build found and hashed it. */
@@ -117,6 +123,8 @@ export class BuildCache {
   private complete = true;
   /** Files changed after this moment (less the granularity) get no signature: see `RACY_NS`. */
   private trustedBefore = nowNs() - RACY_NS;
+  /** The record each stats object (as discovery gave it) was found to match: see `knownFile`. */
+  private readonly matched = new WeakMap<FileStats, FileRecord>();
 
   private constructor(
     private readonly file: string,
@@ -157,17 +165,21 @@ export class BuildCache {
    * A folder's entries (discovery's `ListFolder`): as an earlier build listed them when the folder's signature is
    * the same, else listed now. The signature is taken before the listing, so a change between the two shows as
    * a new signature next time; a folder changed too recently to tell (the racy rule), or holding anything but
-   * files, folders and links, is not recorded. `taken`: its stats, if this build took them already.
+   * files, folders and links, is not recorded. `taken`: its stats, if this build took them already; `seen` gets the
+   * stats the listing is vouched for by, and the entries.
    */
-  listFolder(dir: string, displayPath: string, taken?: TakenStats): FolderEntry[] {
+  listFolder(dir: string, displayPath: string, taken?: TakenStats, seen?: Map<string, ListedFolder>): FolderEntry[] {
     const stats = taken ?? statSync(dir, { bigint: true, throwIfNoEntry: false });
     const record = this.previous.folders[displayPath];
     if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {
       this.folderStats.unlisted++;
       this.next.folders[displayPath] = record;
-      return record.entries.map((entry) => new CachedEntry(entry));
+      const entries = record.entries.map((entry) => new CachedEntry(entry));
+      seen?.set(dir, { stats: fileStatsOf(stats), entries });
+      return entries;
     }
     const entries = readdirSync(dir, { withFileTypes: true });
+    if (stats) seen?.set(dir, { stats: fileStatsOf(stats), entries });
     this.folderStats.listed++;
     if (stats?.isDirectory() && this.isSettled(stats) && entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink())) {
       this.next.folders[displayPath] = { stat: signatureOf(stats), entries: entries.map((entry) => `${kindOf(entry)}${entry.name}`) };
@@ -176,13 +188,28 @@ export class BuildCache {
     return entries;
   }
 
+  /** Keeps the records of folders this build did not list, their listings taken from memory (see `DiscoveryMemo`). */
+  keepFolders(displayPaths: Iterable<string>): void {
+    for (const path of displayPaths) {
+      const record = this.previous.folders[path];
+      if (!record) continue;
+      this.folderStats.unlisted++;
+      this.next.folders[path] = record;
+    }
+  }
+
   /**
    * The size and sha256 an earlier build recorded for the file at `displayPath` when it had these stats (as the
    * walk found it inside the root, before any read); undefined when it did not, so the file must be read.
    */
   knownFile(displayPath: string, stats: FileStats): { size: number; sha256: string } | undefined {
     const record = this.previous.files[displayPath];
-    if (!record || typeof record.stat !== "string" || record.stat !== signatureOf(stats) || typeof record.sha256 !== "string" || !Number.isInteger(record.size)) return undefined;
+    if (!record) return undefined;
+    // A watching session hands the same stats object again for a file it did not see change: compared once.
+    if (this.matched.get(stats) !== record) {
+      if (typeof record.stat !== "string" || record.stat !== signatureOf(stats) || typeof record.sha256 !== "string" || !Number.isInteger(record.size)) return undefined;
+      this.matched.set(stats, record);
+    }
     this.fileStats.unchanged++;
     this.next.files[displayPath] = record;
     return { size: record.size, sha256: record.sha256 };

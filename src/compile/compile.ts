@@ -1,9 +1,10 @@
-import type { BuildCache } from "./cache.js";
+import type { BuildCache, ListedFolder } from "./cache.js";
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
+import type { DiscoveryMemo } from "./discovery-memo.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } from "./parse.js";
@@ -96,6 +97,8 @@ export interface CompileOptions {
   outDir?: string;
   /** @internal Stats taken earlier in this build (`StatsTaken`), used by discovery in place of taking them again. */
   statsTaken?: StatsTaken;
+  /** @internal A watching session's last discovery, used in place of walking again where only file contents changed. */
+  discovery?: DiscoveryMemo;
   /** @internal For tests: runs between discovery and the first read, so a file can be swapped there deterministically. */
   afterDiscovery?: () => void;
 }
@@ -123,11 +126,18 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
 
   const roots = new Map<string, RootListing>();
   const taken = options.statsTaken;
-  const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir)));
+  /** Each folder listed, with its entries and its stats just before: what a watching session goes by next time. */
+  const listed = options.discovery && new Map<string, ListedFolder>();
+  const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir), listed));
+  const remembered = options.discovery?.takeListings();
   for (const agent of Object.values(config.agents)) {
     for (const source of agent.skills) {
       const root = resolveRoot(source.root, configDir);
-      if (!roots.has(root)) roots.set(root, discoverRoot(root, display, list, taken?.files));
+      if (roots.has(root)) continue;
+      const listing = remembered?.get(root);
+      // Folders not listed again keep their records in the cache, for a later build that does list them.
+      if (listing) options.cache?.keepFolders(listing.folders.map(display));
+      roots.set(root, listing ?? discoverRoot(root, display, list, taken?.files));
     }
   }
   const listings = [...roots.values()];
@@ -326,6 +336,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   });
   await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
+  options.discovery?.remember(roots, listed!);
   return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
 }
 

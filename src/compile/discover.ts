@@ -86,6 +86,8 @@ export interface RootListing {
   findings: Finding[];
   /** Every folder listed, as walked (a linked folder by the link's path): where a change can add, edit or remove a skill. */
   folders: string[];
+  /** Each .gitignore read, as walked, with the stats of the file read. */
+  ignoreFiles: Map<string, FileStats>;
 }
 
 /**
@@ -112,7 +114,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
         message: `the root ${display(root)} is a file, not a folder`,
         hint: "A root is a folder of skill folders (or one skill's folder); point `root` at the folder that holds SKILL.md, not at the file.",
       });
-      return { root, skills: [], findings, folders: [] };
+      return { root, skills: [], findings, folders: [], ignoreFiles: new Map() };
     }
   } catch (error) {
     findings.push({
@@ -121,7 +123,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
       message: `the root ${display(root)} ${describeFsError(error, "does not exist")}`,
       hint: "Check `root` in the config; relative roots resolve against the config file's folder.",
     });
-    return { root, skills: [], findings, folders: [] };
+    return { root, skills: [], findings, folders: [], ignoreFiles: new Map() };
   }
 
   const found: DiscoveredSkill[] = [];
@@ -129,12 +131,19 @@ export function discoverRoot(root: string, display: (path: string) => string, li
   /** Real paths of the folders walked so far. */
   const listed = new Set<string>();
   const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
+  const ignoreFiles = new Map<string, FileStats>();
   const withIgnoreFile = (ignoreRules: GitignoreRules, dir: string, relDir: string): GitignoreRules => {
     let rules: Uint8Array = new Uint8Array();
+    const file = pathIn(dir, ".gitignore");
+    let fd: number | undefined;
     try {
-      rules = readFileSync(pathIn(dir, ".gitignore"));
+      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+      ignoreFiles.set(file, fileStatsOf(fstatSync(fd, { bigint: true })));
+      rules = readFileSync(fd);
     } catch {
       // an unreadable .gitignore ignores nothing
+    } finally {
+      if (fd !== undefined) closeSync(fd);
     }
     return withGitignore(ignoreRules, relDir, rules);
   };
@@ -290,7 +299,7 @@ export function discoverRoot(root: string, display: (path: string) => string, li
   found.sort((a, b) => comparePaths(a.dir, b.dir));
   const seen = new Set<string>();
   const skills = found.filter((skill) => !seen.has(skill.realFile) && seen.add(skill.realFile));
-  return { root, skills, findings, folders };
+  return { root, skills, findings, folders, ignoreFiles };
 }
 
 /**

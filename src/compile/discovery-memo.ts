@@ -1,0 +1,200 @@
+import { lstatSync, readdirSync, statSync } from "node:fs";
+import { basename, dirname, sep } from "node:path";
+import type { ListedFolder } from "./cache.js";
+import { pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
+import { fileStatsOf, type FileStats } from "./resources.js";
+
+/**
+ * What a watching session (`skills build --watch`, a bundler's dev server or watch mode) remembers of its last discovery, so
+ * that a rebuild after an edit does not walk the roots again. A watcher tells it which paths changed; while every
+ * one of them is a file the last discovery found in a skill folder and is a regular file still (an edit, or an
+ * editor's save that renames a new file over it), the folders hold the same entries, so each root's listing is the
+ * last one with those files' identities taken again. Any other change (a file or folder added, removed or renamed,
+ * a link, a `.gitignore`, a path it never saw) walks again, as does a build with no listing to go on.
+ *
+ * It is only as good as the watcher's events, so after each build the front end asks `verify` whether any folder or
+ * file discovery went by changed since without an event (a watch set up after the change, events an overflowing
+ * queue dropped), and builds again if one did: a change missed is built a moment late, never left out.
+ */
+export class DiscoveryMemo {
+  /** The last build's listings, by root. */
+  private listings = new Map<string, RootListing>();
+  /** Each folder the listings list: its entries, and its stats taken just before it was listed. */
+  private folders = new Map<string, ListedFolder>();
+  /** Each skill file (absolute, as discovered) of `listings`, with its root, its skill's index there and its path in the skill folder; and every folder listed. */
+  private index: { files: Map<string, { root: string; skill: number; path: string }>; folders: Set<string>; byIdentity: Map<string, string[]> } | undefined;
+  /** Paths changed since the last build. */
+  private changed = new Set<string>();
+
+  /** Paths a watcher saw change (absolute), for the next build. */
+  noteChanges(paths: Iterable<string>): void {
+    for (const path of paths) this.changed.add(path);
+  }
+
+  /**
+   * The listings of the roots for this build: the last build's where only the contents of files it found changed
+   * since (those files' identities taken again), none where the roots must be walked. Consumes the changes noted
+   * and the listings: a build that fails before it `remember`s walks again the next time.
+   */
+  takeListings(): ReadonlyMap<string, RootListing> {
+    const { changed, listings: last } = this;
+    const index = changed.size > 0 ? this.indexOf() : undefined;
+    this.changed = new Set();
+    this.listings = new Map();
+    this.index = undefined;
+    if (!index) return last;
+    const updated = new Map<string, Map<number, DiscoveredSkill>>();
+    const identify = (path: string, stats: FileStats) => {
+      const found = index.files.get(path)!;
+      const skills = updated.get(found.root) ?? updated.set(found.root, new Map()).get(found.root)!;
+      const skill = skills.get(found.skill) ?? { ...last.get(found.root)!.skills[found.skill]! };
+      skill.identities = new Map(skill.identities).set(found.path, fileStatsOf(stats));
+      skills.set(found.skill, skill);
+    };
+    for (const path of changed) {
+      const found = index.files.get(path);
+      if (!found) {
+        if (this.mayAffect(path, last, index.folders)) return new Map();
+        continue;
+      }
+      const stats = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+      if (!stats?.isFile() || !this.sameEntries(dirname(path))) return new Map();
+      // The same file found at other paths (through a link to it, or a hard link): found again there too.
+      for (const other of index.byIdentity.get(identityKey(last.get(found.root)!.skills[found.skill]!.identities.get(found.path)!)) ?? []) {
+        if (other === path) continue;
+        const now = statSync(other, { bigint: true, throwIfNoEntry: false });
+        if (!now?.isFile()) return new Map();
+        identify(other, now);
+      }
+      identify(path, stats);
+    }
+    const listings = new Map(last);
+    for (const [root, skills] of updated) {
+      const listing = listings.get(root)!;
+      listings.set(root, { ...listing, skills: listing.skills.map((skill, index) => skills.get(index) ?? skill) });
+    }
+    return listings;
+  }
+
+  /**
+   * Keeps this build's listings for the next build, with the folders it listed (`listed`; a listing taken from
+   * here keeps the folders it was made from).
+   */
+  remember(listings: ReadonlyMap<string, RootListing>, listed: ReadonlyMap<string, ListedFolder>): void {
+    const folders = new Map<string, ListedFolder>();
+    for (const listing of listings.values()) {
+      for (const folder of listing.folders) {
+        const seen = listed.get(folder) ?? this.folders.get(folder);
+        if (seen) folders.set(folder, seen);
+      }
+    }
+    this.listings = new Map(listings);
+    this.folders = folders;
+    this.index = undefined;
+  }
+
+  /**
+   * Whether a change to `path`, which is no file of a skill the last discovery found, may change what discovery
+   * finds: it is a root or a folder above one, a `.gitignore` or a folder the walk listed, or an entry of a listed
+   * folder that is there now or whose folder's entries differ from the listing's. Entries the walk skips (other dot
+   * entries, node_modules) and a temporary file that came and went (an editor's save) do not.
+   */
+  private mayAffect(path: string, listings: ReadonlyMap<string, RootListing>, folders: ReadonlySet<string>): boolean {
+    for (const root of listings.keys()) if (root === path || root.startsWith(path.endsWith(sep) ? path : path + sep)) return true;
+    const name = basename(path);
+    if (name === ".gitignore") return true;
+    if (isSkipped(name)) return false;
+    if (folders.has(path)) return !this.sameEntries(path);
+    if (!folders.has(dirname(path))) return false;
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined || !this.sameEntries(dirname(path));
+  }
+
+  /**
+   * Whether `folder` holds the entries it was listed with, less those the walk skips: unchanged stats (any entry
+   * added, removed or renamed changes them), or a listing of the same entries (an editor's save renames a new file
+   * over the old one, which changes the folder's times but not its entries), whose stats are then kept.
+   */
+  private sameEntries(folder: string): boolean {
+    const listed = this.folders.get(folder);
+    if (!listed) return false;
+    const stats = statSync(folder, { bigint: true, throwIfNoEntry: false });
+    if (!stats) return false;
+    if (!isSame(listed.stats, stats)) {
+      const now = readdirSync(folder, { withFileTypes: true });
+      if (entriesOf(now) !== entriesOf(listed.entries)) return false;
+      this.folders.set(folder, { stats: fileStatsOf(stats), entries: now });
+    }
+    return true;
+  }
+
+  /**
+   * The folders and files the last discovery went by that are not as it found them now (changed, replaced, gone):
+   * what its watcher should have reported. A folder is compared by the entries the walk goes by (see `sameEntries`),
+   * a file (a skill's, a .gitignore) by its identity, size and times.
+   */
+  verify(): string[] {
+    const changed: string[] = [];
+    for (const listing of this.listings.values()) {
+      for (const folder of listing.folders) if (!this.sameEntries(folder)) changed.push(folder);
+      for (const [file, before] of listing.ignoreFiles) {
+        const now = statSync(file, { bigint: true, throwIfNoEntry: false });
+        if (!now || !isSame(before, now)) changed.push(file);
+      }
+      for (const skill of listing.skills) {
+        const folder = dirname(skill.file);
+        for (const [path, before] of skill.identities) {
+          const file = pathIn(folder, path);
+          const now = lstatSync(file, { bigint: true, throwIfNoEntry: false });
+          // A file reached through a link has its target's identity: followed, as discovery followed it.
+          const target = now?.isSymbolicLink() ? statSync(file, { bigint: true, throwIfNoEntry: false }) : now;
+          if (!target || !isSame(before, target)) changed.push(file);
+        }
+      }
+    }
+    return changed;
+  }
+
+  private indexOf(): NonNullable<DiscoveryMemo["index"]> {
+    if (!this.index) {
+      const files = new Map<string, { root: string; skill: number; path: string }>();
+      const folders = new Set<string>();
+      const byIdentity = new Map<string, string[]>();
+      for (const [root, listing] of this.listings) {
+        for (const folder of listing.folders) folders.add(folder);
+        listing.skills.forEach((skill, index) => {
+          const folder = dirname(skill.file);
+          for (const [path, identity] of skill.identities) {
+            const file = pathIn(folder, path);
+            files.set(file, { root, skill: index, path });
+            const key = identityKey(identity);
+            byIdentity.set(key, [...(byIdentity.get(key) ?? []), file]);
+          }
+        });
+      }
+      this.index = { files, folders, byIdentity };
+    }
+    return this.index;
+  }
+}
+
+/** An entry discovery never looks at: a dot entry (but `.gitignore`, which it reads) or node_modules. */
+function isSkipped(name: string): boolean {
+  return (name.startsWith(".") && name !== ".gitignore") || name === "node_modules";
+}
+
+/** A folder's entries as one text, less those the walk skips: each kind and name, in name order. */
+function entriesOf(entries: readonly FolderEntry[]): string {
+  return entries
+    .filter((entry) => !isSkipped(entry.name))
+    .map((entry) => `${entry.isFile() ? "f" : entry.isDirectory() ? "d" : entry.isSymbolicLink() ? "l" : "o"}${entry.name}`)
+    .sort()
+    .join("\n");
+}
+
+function identityKey(identity: FileStats): string {
+  return `${identity.dev}:${identity.ino}`;
+}
+
+function isSame(before: FileStats, now: FileStats): boolean {
+  return before.dev === now.dev && before.ino === now.ino && before.size === now.size && before.mtimeNs === now.mtimeNs && before.ctimeNs === now.ctimeNs;
+}

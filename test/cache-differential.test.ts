@@ -1,0 +1,223 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir, readFile, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
+import fc from "fast-check";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { build, BuildSession, buildInSession, type BuildResult } from "../src/api.js";
+import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
+import { sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
+
+/**
+ * Differential tests of every cache a build goes by (the build cache's records, the rebuild where nothing changed,
+ * the bundle copied from, a watching session's discovery): random sequences of edits, each followed by a build
+ * through the caches, whose bundle must be byte for byte what a compilation without any cache makes.
+ */
+
+/** One edit; `pick` chooses among what is there when it is made, so a sequence applies to any state. */
+type Edit =
+  | { kind: "body" | "description" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
+  | { kind: "add"; pick: number; withResource: boolean }
+  | { kind: "link-folder" | "gitignore" | "config" | "environment" | "nothing" };
+
+// Edits of contents (what a rebuild sees most) are drawn three times as often as the others.
+const edit: fc.Arbitrary<Edit> = fc.oneof(
+  { arbitrary: fc.record({ kind: fc.constantFrom("body", "description", "resource", "link-file"), pick: fc.nat(), sameSize: fc.boolean() }), weight: 3 },
+  fc.record({ kind: fc.constantFrom("break", "remove", "rename"), pick: fc.nat(), sameSize: fc.boolean() }),
+  fc.record({ kind: fc.constant("add"), pick: fc.nat(), withResource: fc.boolean() }),
+  fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "environment", "nothing") }),
+) as fc.Arbitrary<Edit>;
+
+/** A TypeScript config (transpiled, and its output cached) that imports its `location` from another file. */
+const CONFIG = `import { location } from "./location.ts";\n\nexport default { location, agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "more" }, { root: "skills" }] } } };\n`;
+const LOCATION = (location: "relative" | "absolute") => `export const location = "${location}";\n`;
+
+async function project(): Promise<string> {
+  const dir = await tempDir("skillbake-differential-");
+  await writeTree(dir, {
+    "skills.config.ts": CONFIG,
+    "location.ts": LOCATION("relative"),
+    "skills/area/alpha/SKILL.md": skillMd("alpha"),
+    "skills/area/beta/SKILL.md": skillMd("beta"),
+    "skills/area/beta/references/guide.md": "# Guide\n",
+    "skills/gamma/SKILL.md": skillMd("gamma"),
+    "more/delta/SKILL.md": skillMd("delta"),
+  });
+  return dir;
+}
+
+/** Skill folders there now (relative to the project), in path order. */
+function skillFolders(dir: string): string[] {
+  const found: string[] = [];
+  const walk = (rel: string) => {
+    for (const entry of readdirSync(join(dir, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const path = `${rel}/${entry.name}`;
+      if (entry.name === "SKILL.md" && entry.isFile()) found.push(rel);
+      else if (entry.isDirectory()) walk(path);
+    }
+  };
+  for (const root of ["skills", "more"]) walk(root);
+  return found;
+}
+
+let counter = 0;
+
+/** Makes `edit` in the project; returns the paths a watcher of each folder the walk lists would report. */
+async function apply(dir: string, edit: Edit): Promise<string[]> {
+  const folders = skillFolders(dir);
+  const folder = "pick" in edit && folders.length > 0 ? folders[edit.pick % folders.length]! : undefined;
+  const at = (rel: string) => join(dir, rel);
+  switch (edit.kind) {
+    case "body":
+    case "description":
+    case "break": {
+      if (!folder) return [];
+      const file = at(`${folder}/SKILL.md`);
+      const text = await readFile(file, "utf8");
+      // Same size: one letter's case swapped (its mtime put back), which only the ctime tells.
+      const swapped = text.replace(/([a-z])(?=[^\n]*\n*$)/, (letter) => letter.toUpperCase());
+      if (edit.kind === "body" && edit.sameSize && swapped !== text) await sameSizeEdit(file, swapped);
+      else if (edit.kind === "body") await writeFile(file, `${text}More steps ${counter++}.\n`);
+      else if (edit.kind === "description") await writeFile(file, text.replace(/^description: .*$/m, `description: Edited ${counter++} times. Use when needed.`));
+      else await writeFile(file, text.replace(/^description: .*$/m, "description: [broken"));
+      return [file];
+    }
+    case "resource": {
+      if (!folder) return [];
+      const file = at(`${folder}/references/notes.md`);
+      const existing = await readFile(file, "utf8").catch(() => undefined);
+      if (existing === undefined) {
+        const created = await mkdir(dirname(file), { recursive: true });
+        await writeFile(file, "notes 0\n");
+        return [created ?? file];
+      }
+      if (edit.sameSize) await sameSizeEdit(file, existing === "notes 0\n" ? "notes 1\n" : "notes 0\n");
+      else await unlink(file);
+      return [file];
+    }
+    case "remove":
+      if (!folder) return [];
+      await rm(at(folder), { recursive: true });
+      return [at(folder)];
+    case "rename": {
+      if (!folder) return [];
+      const renamed = `${folder}-${counter++}`;
+      await rename(at(folder), at(renamed));
+      return [at(folder), at(renamed)];
+    }
+    case "link-file": {
+      // A resource file that is a link to another skill's SKILL.md (inside the root), made or removed.
+      if (!folder) return [];
+      const file = at(`${folder}/references/linked.md`);
+      if (await unlink(file).then(() => true, () => false)) return [file];
+      const created = await mkdir(dirname(file), { recursive: true });
+      await symlink(relative(dirname(file), at(`${folders[(edit.pick + 1) % folders.length]}/SKILL.md`)), file);
+      return [created ?? file];
+    }
+    case "add": {
+      const parent = ["skills/area", "skills", "more"][edit.pick % 3]!;
+      const name = `new-${counter++}`;
+      const created = await mkdir(at(parent), { recursive: true });
+      await writeTree(dir, { [`${parent}/${name}/SKILL.md`]: skillMd(name), ...(edit.withResource ? { [`${parent}/${name}/scripts/run.sh`]: "echo run\n" } : {}) });
+      return [created ?? at(`${parent}/${name}`)];
+    }
+    case "link-folder": {
+      const link = at("skills/linked");
+      if (await unlink(link).then(() => true, () => false)) return [link];
+      if (folders.includes("skills/gamma")) await symlink("gamma", link);
+      else await symlink("area", link);
+      return [link];
+    }
+    case "gitignore": {
+      const file = at("skills/.gitignore");
+      const rules = await readFile(file, "utf8").catch(() => undefined);
+      if (rules === undefined) await writeFile(file, "beta/\n");
+      else if (rules === "beta/\n") await writeFile(file, "new-*/\n");
+      else await unlink(file);
+      return [file];
+    }
+    case "config": {
+      // The same size, its mtime put back: what the transpiled config's cache tells by the file's digest.
+      const file = at("location.ts");
+      await sameSizeEdit(file, LOCATION((await readFile(file, "utf8")).includes('"relative"') ? "absolute" : "relative"));
+      return [file];
+    }
+    case "environment":
+      if (process.env.SKILLS_PROMPT_CHAR_BUDGET === undefined) process.env.SKILLS_PROMPT_CHAR_BUDGET = "400";
+      else delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
+      return [];
+    case "nothing":
+      return [];
+  }
+}
+
+/** Every file under `dir`, by path relative to it. */
+function filesUnder(dir: string, prefix = ""): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) for (const [inner, text] of filesUnder(dir, path)) files.set(inner, text);
+    else files.set(path, readFileSync(join(dir, path), "utf8"));
+  }
+  return files;
+}
+
+/** The build's outcome matches a compilation without any cache: its diagnostics, and the bundle on disk byte for byte. */
+async function expectClean(dir: string, result: BuildResult): Promise<void> {
+  const clean = await compile(await loadConfig(undefined, dir));
+  expect(result.diagnostics).toEqual(clean.diagnostics);
+  if (clean.diagnostics.some((diagnostic) => diagnostic.severity === "error")) {
+    expect(result.ok).toBe(false);
+    return;
+  }
+  expect(filesUnder(join(dir, "dist/skills"))).toEqual(bundleTexts(bundleOf(clean)));
+}
+
+/**
+ * Runs random edit sequences, each step built by `step`. Time is moved 10 s ahead, so that every file is past the
+ * racy window and the caches are used as after a pause; a build is followed by a pause longer than a timestamp
+ * tick, so the next edit cannot share its times with what the build recorded.
+ */
+async function differential(step: (dir: string, reported: string[], state: { session?: BuildSession }) => Promise<BuildResult>, edits = edit): Promise<void> {
+  const now = Date.now.bind(Date);
+  vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+  await fc.assert(
+    fc.asyncProperty(fc.array(edits, { minLength: 1, maxLength: 10 }), async (edits) => {
+      const dir = await project();
+      const state = {};
+      delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
+      await expectClean(dir, await step(dir, [], state));
+      for (const change of edits) {
+        const reported = await apply(dir, change);
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        await expectClean(dir, await step(dir, reported, state));
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+    }),
+    { numRuns: Number(process.env.DIFF_RUNS ?? 12) },
+  );
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
+});
+
+describe("caches against a clean build, over random edit sequences", () => {
+  it("`skills build`: the build cache, the rebuild where nothing changed, the bundle copied from", async () => {
+    await differential((dir) => build({ cwd: dir }));
+  }, 300_000);
+
+  it("a watching session: its last discovery, with the changes a watcher reports, or those `missedChanges` finds", async () => {
+    let reports = 0;
+    // A running process's environment does not change: the session's edits are the files'.
+    const fileEdits = edit.filter((change) => change.kind !== "environment");
+    await differential(async (dir, reported, state) => {
+      state.session ??= new BuildSession({ watched: true });
+      // Half the time the watcher tells nothing: the check after the last build must find what changed.
+      state.session.noteChanges(reports++ % 2 === 0 ? reported : state.session.missedChanges());
+      return buildInSession({ cwd: dir }, state.session);
+    }, fileEdits);
+  }, 300_000);
+});

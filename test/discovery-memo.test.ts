@@ -1,0 +1,113 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { BuildSession, buildInSession, type BuildResult } from "../src/api.js";
+import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
+import { skillMd, tempDir, writeTree } from "./helpers.js";
+
+/**
+ * A watching session's discovery (see `DiscoveryMemo`): a rebuild after files' contents changed goes by the last
+ * listing instead of walking; anything else walks; and what its watcher did not report, `missedChanges` finds.
+ * Files here are fresh (unless a test moves time on), so the build cache vouches for no folder: a build that walks
+ * lists every folder again.
+ */
+
+async function project(): Promise<{ dir: string; session: BuildSession; rebuild: (reported: string[]) => Promise<BuildResult> }> {
+  const dir = await tempDir("skillbake-memo-");
+  await writeTree(dir, {
+    "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+    "skills/alpha/SKILL.md": skillMd("alpha"),
+    "skills/beta/SKILL.md": skillMd("beta"),
+    "skills/beta/references/guide.md": "# Guide\n",
+  });
+  const session = new BuildSession({ watched: true });
+  await buildInSession({ cwd: dir }, session);
+  const rebuild = async (reported: string[]) => {
+    session.noteChanges(reported);
+    const result = await buildInSession({ cwd: dir }, session);
+    await expectClean(dir, result);
+    return result;
+  };
+  return { dir, session, rebuild };
+}
+
+/** The bundle on disk is what a compilation without any cache makes. */
+async function expectClean(dir: string, result: BuildResult): Promise<void> {
+  const clean = await compile(await loadConfig(undefined, dir));
+  expect(result.diagnostics).toEqual(clean.diagnostics);
+  const texts = bundleTexts(bundleOf(clean));
+  for (const [path, text] of texts) expect(readFileSync(join(dir, "dist/skills", path), "utf8"), path).toBe(text);
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("a watching session's discovery", () => {
+  it("a SKILL.md edited: no folder is listed again, and the bundle has the edit", async () => {
+    const { dir, rebuild } = await project();
+    const file = join(dir, "skills/alpha/SKILL.md");
+    await writeFile(file, skillMd("alpha", "Edited alpha."));
+    expect((await rebuild([file])).cache).toMatchObject({ listed: 0, parsed: 1 });
+  });
+
+  it("an editor's save (a new file renamed over the old one, its temporary file gone): no folder listed again", async () => {
+    const { dir, rebuild } = await project();
+    const file = join(dir, "skills/alpha/SKILL.md");
+    const temporary = join(dir, "skills/alpha/SKILL.md.tmp-1234");
+    await writeFile(temporary, skillMd("alpha", "Saved by rename."));
+    await rename(temporary, file);
+    expect((await rebuild([temporary, file])).cache).toMatchObject({ listed: 0, parsed: 1 });
+  });
+
+  it("a file reached through a link: editing the file it leads to updates the skill that links to it", async () => {
+    // Ten seconds on, every file is settled: the build cache records them, so a stale identity would reuse a record.
+    const now = Date.now.bind(Date);
+    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+    const { dir, rebuild } = await project();
+    await symlink("../beta/references/guide.md", join(dir, "skills/alpha/guide.md"));
+    await rebuild([join(dir, "skills/alpha/guide.md")]);
+    const guide = join(dir, "skills/beta/references/guide.md");
+    await writeFile(guide, "# Guide, longer now\n");
+    expect((await rebuild([guide])).cache.listed).toBe(0);
+  });
+
+  it("a skill added, a folder renamed, a .gitignore written: walked again", async () => {
+    const { dir, rebuild } = await project();
+    await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") });
+    expect((await rebuild([join(dir, "skills/gamma")])).agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta", "gamma"]);
+    await rename(join(dir, "skills/beta"), join(dir, "skills/delta"));
+    expect((await rebuild([join(dir, "skills/beta"), join(dir, "skills/delta")])).cache.listed).toBeGreaterThan(0);
+    await writeFile(join(dir, "skills/.gitignore"), "gamma/\n");
+    expect((await rebuild([join(dir, "skills/.gitignore")])).agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta"]);
+  });
+
+  it("what the watcher did not report, `missedChanges` finds: an edit, a new entry, a .gitignore edited in place", async () => {
+    const { dir, session, rebuild } = await project();
+    expect(session.missedChanges()).toEqual([]);
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited unseen\n");
+    expect(session.missedChanges()).toEqual([join(dir, "skills/beta/references/guide.md")]);
+    await rebuild(session.missedChanges());
+
+    await mkdir(join(dir, "skills/beta/scripts"));
+    expect(session.missedChanges()).toEqual([join(dir, "skills/beta")]);
+    await writeTree(dir, { "skills/beta/scripts/run.sh": "echo\n", "skills/.gitignore": "scripts/\n" });
+    await rebuild(session.missedChanges());
+    expect(readdirSync(join(dir, "dist/skills"))).toContain("manifest.json");
+
+    await writeFile(join(dir, "skills/.gitignore"), "nothing/\n");
+    expect(session.missedChanges()).toEqual([join(dir, "skills/.gitignore")]);
+    await rebuild(session.missedChanges());
+  });
+
+  it("a temporary file that came and went, and entries discovery skips (dot files, node_modules): nothing to walk", async () => {
+    const { dir, rebuild } = await project();
+    await writeFile(join(dir, "skills/alpha/.SKILL.md.swp"), "swap");
+    await mkdir(join(dir, "skills/alpha/node_modules"));
+    const reported = ["skills/alpha/.SKILL.md.swp", "skills/alpha/node_modules", "skills/alpha/gone.tmp"].map((path) => join(dir, path));
+    expect((await rebuild(reported)).cache.listed).toBe(0);
+  });
+});
