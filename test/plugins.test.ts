@@ -2,13 +2,15 @@ import { execFile } from "node:child_process";
 import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { build as esbuild, formatMessages, type BuildFailure } from "esbuild";
+import { build as esbuild, context as esbuildContext, formatMessages, type BuildFailure } from "esbuild";
 import { createServer, createLogger } from "vite";
 import { describe, expect, it } from "vitest";
 import esbuildSkills from "../src/plugins/esbuild.js";
+import { VirtualSkills } from "../src/plugins/virtual-modules.js";
 import viteSkills from "../src/plugins/vite.js";
 import type esbuildDeclared from "../types/esbuild.js";
 import type viteDeclared from "../types/vite.js";
+import { pathToFileURL } from "node:url";
 import { REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const run = promisify(execFile);
@@ -153,6 +155,64 @@ describe("skillbake/vite", () => {
   });
 });
 
+describe("skillbake/vite's dev modules", () => {
+  /** 70 skills (more than one record module), two agents, each with its own staged copies (so locations differ). */
+  async function catalogue(): Promise<string> {
+    const dir = await tempDir("skillbake-dev-");
+    const tree: Record<string, string> = {
+      "skills.config.json": JSON.stringify({ stage: { layout: "per-agent" }, agents: { coding: { skills: [{ root: "skills" }] }, chat: { skills: [{ root: "skills", available: ["skill-3", "skill-40"] }] } } }),
+    };
+    for (let index = 0; index < 70; index++) tree[`skills/skill-${index}/SKILL.md`] = skillMd(`skill-${index}`, `Does thing ${index}. Use when ${index} is needed.`, `# Skill ${index}\n\nBody ${index}: "quoted" naïve \u2028 line.`);
+    await writeTree(dir, tree);
+    return dir;
+  }
+
+  /** What a module's agents show through the runtime: each agent, its prompt, every skill by name, its tool and commands. */
+  function observe(module: Record<string, (...args: unknown[]) => unknown>, agents: string[]): unknown {
+    return agents.map((agent) => {
+      const data = (module.agents as unknown as Record<string, { skills: { name: string }[] }>)[agent]!;
+      return [data, module.getPrompt!(agent), data.skills.map((skill) => module.getSkill!(agent, skill.name)), module.skillTool!(agent, "anthropic"), module.listUserInvocable!(agent)];
+    });
+  }
+
+  /** The dev server's modules of `dir`, written as files (each record module's virtual id made a relative path) and imported. */
+  async function importDev(virtual: VirtualSkills, id: string): Promise<Record<string, (...args: unknown[]) => unknown>> {
+    const out = await tempDir("skillbake-dev-out-");
+    const fileOf = (virtualId: string) => `${virtualId.replace(/[^a-z0-9]/gi, "_")}.js`;
+    for (const known of [...virtual.ids(), ...Array.from({ length: 64 }, (_, n) => `virtual:skills/~records/${n}`)]) {
+      const text = virtual.module(known);
+      if (text !== undefined) await writeFile(join(out, fileOf(known)), text.replace(/from "(virtual:skills[^"]*)"/g, (_, specifier: string) => `from "./${fileOf(specifier)}"`));
+    }
+    await writeFile(join(out, "package.json"), '{ "type": "module" }');
+    return (await import(pathToFileURL(join(out, fileOf(id))).href)) as Record<string, (...args: unknown[]) => unknown>;
+  }
+
+  it("serve the same agents, prompts and skills as the bundle's modules, from several record modules", async () => {
+    const dir = await catalogue();
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const virtual = new VirtualSkills({}, dir, true);
+    expect((await virtual.update()).failure).toBeUndefined();
+    expect(virtual.module("virtual:skills/~records/1")).toBeDefined();
+    for (const [id, file, agents] of [["virtual:skills", "index.js", ["coding", "chat"]], ["virtual:skills/coding", "agents/coding.js", ["coding"]], ["virtual:skills/chat", "agents/chat.js", ["chat"]]] as const) {
+      const built = (await import(pathToFileURL(join(dir, "dist/skills", file)).href)) as Record<string, (...args: unknown[]) => unknown>;
+      expect(observe(await importDev(virtual, id), [...agents]), id).toEqual(observe(built, [...agents]));
+    }
+  });
+
+  it("an edit of one skill's body changes one record module, not the modules that list the skills", async () => {
+    const dir = await catalogue();
+    const virtual = new VirtualSkills({}, dir, true);
+    await virtual.update();
+    const file = join(dir, "skills/skill-7/SKILL.md");
+    await writeFile(file, skillMd("skill-7", "Does thing 7. Use when 7 is needed.", "# Skill 7\n\nEdited."));
+    virtual.noteChanges([file]);
+    const { changed } = await virtual.update();
+    expect(changed).toHaveLength(1);
+    expect(changed[0]).toMatch(/^virtual:skills\/~records\/\d+$/);
+    expect(virtual.module(changed[0]!)).toContain("Edited.");
+  });
+});
+
 describe("skillbake/esbuild", () => {
   const bundle = (dir: string) =>
     esbuild({ absWorkingDir: dir, entryPoints: ["server.ts"], bundle: true, platform: "node", format: "esm", outfile: join(dir, "out", "server.mjs"), logLevel: "silent", plugins: [esbuildSkills()] });
@@ -163,6 +223,34 @@ describe("skillbake/esbuild", () => {
     const { stdout } = await run(process.execPath, [join(dir, "out", "server.mjs")]);
     expect(JSON.parse(stdout)).toEqual(await builtPrompts(dir));
   });
+
+  it("in watch mode, rebuilds when a SKILL.md is edited (the skills' files are watched, not only their folders)", async () => {
+    const dir = await project();
+    let builds = 0;
+    const context = await esbuildContext({
+      absWorkingDir: dir,
+      entryPoints: ["server.ts"],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      outfile: join(dir, "out", "server.mjs"),
+      logLevel: "silent",
+      plugins: [esbuildSkills(), { name: "count", setup: (build) => void build.onEnd(() => void builds++) }],
+    });
+    try {
+      await context.watch();
+      for (let attempt = 0; attempt < 600 && builds === 0; attempt++) await new Promise((resolve) => setTimeout(resolve, 50));
+      await writeFile(join(dir, "skills", "alpha", "SKILL.md"), skillMd("alpha", "Edited while watched."));
+      let output = "";
+      for (let attempt = 0; attempt < 600 && !output.includes("Edited while watched."); attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        output = await readFile(join(dir, "out", "server.mjs"), "utf8").catch(() => "");
+      }
+      expect(output).toContain("Edited while watched.");
+    } finally {
+      await context.dispose();
+    }
+  }, 60_000);
 
   it("fails the build with an esbuild error at the SKILL.md's file, line and column", async () => {
     const dir = await project();

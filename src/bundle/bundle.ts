@@ -59,7 +59,7 @@ function bundleInputs(compilation: Compilation): { skills: AgentSkill[]; inputsH
 }
 
 /** Each skill of the bundle once (the first agent's record of it), sorted by SKILL.md path: the bodies' order. */
-function bundledSkills(compilation: Compilation): AgentSkill[] {
+export function bundledSkills(compilation: Compilation): AgentSkill[] {
   const skills = new Map<string, AgentSkill>();
   for (const agent of compilation.agents) for (const skill of agent.skills) if (!skills.has(skill.file)) skills.set(skill.file, skill);
   return [...skills.values()].sort((a, b) => compareStrings(a.file, b.file));

@@ -9,8 +9,9 @@ const NAMESPACE = "skillbake";
 
 /**
  * `skillbake/esbuild`: resolves `virtual:skills` and `virtual:skills/<agent>` to modules compiled from the config in
- * memory, once per build (and rebuild, in watch mode: the files and folders it read are watched). An error in a
- * skill fails the build with esbuild's own messages, each at its file, line and column.
+ * memory, once per build (and rebuild, in watch mode: the files it read are watched, and the folders it listed for
+ * files added or removed). An error in a skill fails the build with esbuild's own messages, each at its file, line
+ * and column.
  */
 export default function skills(options: SkillsPluginOptions = {}): Plugin {
   return {
@@ -20,6 +21,7 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
       const virtual = new VirtualSkills(options, root);
       let update: Promise<SkillsUpdate> | undefined;
       let reported = false;
+      build.onDispose(() => virtual.save());
       build.onStart(() => {
         update = undefined; // compiled when a build first loads a virtual module
         reported = false;

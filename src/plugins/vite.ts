@@ -1,3 +1,4 @@
+import { resolve, sep } from "node:path";
 import type { Plugin, ViteDevServer } from "vite";
 import { affects, isVirtualId, unknownModuleMessage, VirtualSkills, type SkillsFailure, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
 
@@ -20,25 +21,26 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
   /** The latest compilation: `load` waits for it, so a module is never older than the last change seen. */
   let latest: Promise<SkillsUpdate> | undefined;
   let server: ViteDevServer | undefined;
+  /** The project root, which the dev server's watcher watches already. */
+  let root = "";
   /** Paths given to the dev server's watcher: each is given once (chokidar walks and stats every path it is given). */
   const watched = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
 
   return {
     name: "skillbake",
     enforce: "pre",
     configResolved(config) {
-      virtual = new VirtualSkills(options, config.root);
       building = config.command === "build";
+      root = resolve(config.root);
+      virtual = new VirtualSkills(options, config.root, !building);
     },
     configureServer(devServer) {
       server = devServer;
-      let timer: NodeJS.Timeout | undefined;
       devServer.watcher.on("all", (_event, path) => {
         if (!latest) return;
         void latest.then((update) => {
-          if (!affects(update.watch, path)) return;
-          clearTimeout(timer);
-          timer = setTimeout(() => void recompile(devServer), QUIET_MS);
+          if (affects(update.watch, path)) changedSince(devServer, [resolve(path)]);
         });
       });
     },
@@ -48,6 +50,9 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
       if (update.failure && building) this.error(viteError(update.failure));
       if (update.warnings) this.warn(update.warnings);
     },
+    buildEnd() {
+      virtual?.save(); // after a build, and when the dev server closes
+    },
     resolveId(id) {
       return isVirtualId(id) ? PREFIX + id : undefined;
     },
@@ -55,7 +60,8 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
       if (!id.startsWith(PREFIX) || !isVirtualId(id.slice(PREFIX.length))) return undefined;
       const update = await (latest ??= compile());
       const code = virtual!.module(id.slice(PREFIX.length));
-      if (code !== undefined) return code;
+      // Generated code has no source to map back to: an empty map spares Vite making one the size of the module.
+      if (code !== undefined) return { code, map: { mappings: "" } };
       // Nothing good to serve yet (the first compilation failed), or an agent the config does not have.
       if (update.failure) this.error(viteError(update.failure));
       this.error(`skillbake: ${unknownModuleMessage(id.slice(PREFIX.length), virtual!.ids())}`);
@@ -66,7 +72,8 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
   async function compile(): Promise<SkillsUpdate> {
     const update = await virtual!.update();
     if (server) {
-      const unwatched = [...update.watch.files, ...update.watch.folders].filter((path) => !watched.has(path));
+      // The server watches its root already: only what lies outside it is added.
+      const unwatched = [...update.watch.files, ...update.watch.folders].filter((path) => !watched.has(path) && !isInside(path, root));
       for (const path of unwatched) watched.add(path);
       if (unwatched.length > 0) server.watcher.add(unwatched);
       if (update.failure) {
@@ -77,20 +84,38 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
     return update;
   }
 
+  /** Paths changed, compiled once the changes pause. */
+  function changedSince(devServer: ViteDevServer, paths: readonly string[]): void {
+    virtual!.noteChanges(paths);
+    clearTimeout(timer);
+    timer = setTimeout(() => void recompile(devServer), QUIET_MS);
+  }
+
   /** After a change: a new compilation, and the modules it changed (and their importers) invalidated. */
   async function recompile(devServer: ViteDevServer): Promise<void> {
     // After the running compilation, even a failed one: the next change must still be compiled.
     latest = (latest ?? Promise.resolve()).catch(() => undefined).then(compile);
     const update = await latest;
-    if (update.changed.length === 0) return;
-    for (const environment of Object.values(devServer.environments)) {
-      for (const id of update.changed) {
-        const module = environment.moduleGraph.getModuleById(PREFIX + id);
-        if (module) environment.moduleGraph.invalidateModule(module);
+    if (update.changed.length > 0) {
+      for (const environment of Object.values(devServer.environments)) {
+        for (const id of update.changed) {
+          const module = environment.moduleGraph.getModuleById(PREFIX + id);
+          if (module) environment.moduleGraph.invalidateModule(module);
+        }
       }
+      devServer.environments.client.hot.send({ type: "full-reload" });
     }
-    devServer.environments.client.hot.send({ type: "full-reload" });
+    // A change the server's watcher did not report (a path it ignores, say) is compiled next: looked for once the
+    // server has had a moment to serve the new modules.
+    setTimeout(() => {
+      const missed = virtual!.missedChanges();
+      if (missed.length > 0) changedSince(devServer, missed);
+    }, QUIET_MS);
   }
+}
+
+function isInside(path: string, folder: string): boolean {
+  return path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
 }
 
 /** A Rollup error: the whole report as its message, located at the first error. */
