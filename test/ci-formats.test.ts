@@ -77,7 +77,7 @@ describe("--format sarif", () => {
     expect(driver.rules.map((rule: { id: string }) => rule.id)).toEqual(expect.arrayContaining(["description-missing", "body-closes-tag", "config-error", "stale-bundle"]));
     // Links only where they resolve: the repository's docs, once package.json names a repository.
     const yamlInvalid = driver.rules.find((rule: { id: string }) => rule.id === "yaml-invalid");
-    if (DOCS_URL) expect([yamlInvalid.helpUri, driver.informationUri]).toEqual([`${DOCS_URL}diagnostics.md`, REPOSITORY_URL]);
+    if (DOCS_URL) expect([yamlInvalid.helpUri, driver.informationUri]).toEqual([`${DOCS_URL}diagnostics.md#yaml-invalid`, REPOSITORY_URL]);
     else expect([yamlInvalid.helpUri, driver.informationUri, run.stdout.match(/https?:\/\/[^"]+/g)]).toEqual([undefined, undefined, ["https://json.schemastore.org/sarif-2.1.0.json"]]);
     expect(log.runs[0].results).toEqual([
       expect.objectContaining({

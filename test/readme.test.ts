@@ -1,6 +1,6 @@
 /**
  * The README and its reference pages (docs/*.md) are checked against the code they describe, so neither can
- * change alone: the config reference against the zod schema, the diagnostics table against RULES, the editor
+ * change alone: the config reference against the zod schema, the editor
  * recipes against the loader and the published schema, and the prompt format examples against the renderer.
  * The README links every page, and no relative link in them leads nowhere.
  */
@@ -11,7 +11,6 @@ import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { configJsonSchema, configSchema, loadConfig } from "../src/compile/config.js";
-import { RULES } from "../src/compile/rules.js";
 import { parseSkillFile } from "../src/compile/parse.js";
 import { renderPrompt, type PromptSkill } from "../src/compile/render.js";
 import { validateSkill } from "../src/compile/validate.js";
@@ -26,7 +25,6 @@ function page(name: string): Promise<string> {
 }
 
 const configuration = await page("configuration");
-const diagnostics = await page("diagnostics");
 const editor = await page("editor");
 const formats = await page("formats");
 
@@ -191,12 +189,6 @@ describe("README and docs", () => {
     const { content, findings } = validateSkill("skills/release-notes/SKILL.md", "release-notes", parsed);
     expect(findings).toEqual([]);
     expect(content?.extra).toEqual({});
-  });
-
-  it("lists every diagnostic code in RULES order with its default, its effect on the skill and when it fires", () => {
-    const effect = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", unserved: "not served", none: "—" } as const;
-    const expected = Object.entries(RULES).map(([code, rule]) => [`\`${code}\``, rule.severity, effect[rule.skip], rule.description]);
-    expect(tableRows(section(diagnostics, "docs/diagnostics.md", "diagnostics"))).toEqual(expected);
   });
 
   it("shows each prompt format exactly as it renders", () => {

@@ -4,13 +4,14 @@ import { failureMessage, UsageError, write, type Command, type CommandIO } from 
 import { diffCommand } from "./commands/diff.js";
 import { initCommand } from "./commands/init.js";
 import { listCommand } from "./commands/list.js";
+import { rulesCommand } from "./commands/rules.js";
 import { schemaCommand } from "./commands/schema.js";
 import { serveCommand } from "./commands/serve.js";
 import { didYouMean } from "../compile/suggest.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
 
 /** Every subcommand, in the order `skills --help` lists them. */
-const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, listCommand, diffCommand, serveCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [initCommand, buildCommand, checkCommand, rulesCommand, listCommand, diffCommand, serveCommand, schemaCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));

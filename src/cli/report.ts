@@ -2,7 +2,7 @@ import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
-import { RULE_CODES, RULES } from "../compile/rules.js";
+import { RULE_CODES, RULES, rulePage } from "../compile/rules.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
 import { docsLink, REPOSITORY_URL } from "../compile/links.js";
 import { escapeInvisible, escapeMarkdown, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
@@ -214,7 +214,7 @@ export function formatStepSummary(heading: string, annotations: readonly Annotat
 
 /** The rules a SARIF log declares: every diagnostic code, then the CLI's own two, each with its docs page. */
 const SARIF_RULES = [
-  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].description, page: "diagnostics.md", level: RULES[code].severity })),
+  ...RULE_CODES.map((code) => ({ id: code, text: RULES[code].description, page: rulePage(code), level: RULES[code].severity })),
   { id: "config-error", text: "the config cannot be loaded or is invalid", page: "configuration.md", level: "error" },
   { id: "stale-bundle", text: "`build --check`: a bundle file differs from a fresh build", page: "review.md", level: "error" },
 ] as const;

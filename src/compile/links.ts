@@ -34,3 +34,11 @@ export function docsUrl(repository: string | undefined, version: string): string
 export function docsLink(page: string): string | undefined {
   return DOCS_URL && `${DOCS_URL}${page}`;
 }
+
+/**
+ * The address of one docs page for a reader to follow: on the web once there is a docs address, else the page's
+ * path in the repository, which the installed package ships too (`docs/diagnostics.md#yaml-invalid`).
+ */
+export function docsAddress(page: string): string {
+  return docsLink(page) ?? `docs/${page}`;
+}

@@ -1,7 +1,10 @@
+import { docsAddress } from "./links.js";
+
 /**
  * Every diagnostic code, as data: its default severity, what it does to the skill it hits, whether `--fix` can
- * mend it, and one line on when it fires. `docs/diagnostics.md` lists them (a test keeps the two equal), each code
- * has its page `docs/rules/<code>.md`, and `skills rules` prints them. A new code is an entry here and a page.
+ * mend it, and one line on when it fires. `docs/diagnostics.md` lists them (a test keeps the two equal) and gives
+ * each a section with a bad and a good example (`rulePage`), and `skills rules` prints them. A new code is an
+ * entry here, a row of that table and a section.
  */
 
 export type Severity = "error" | "warn";
@@ -9,6 +12,9 @@ export type RuleSetting = Severity | "off";
 
 /** What a rule does to the skill it hits, besides reporting. */
 export type SkipEffect = "skip" | "keep" | "loser" | "dropped" | "unserved" | "none";
+
+/** Each skip effect as the docs table and `skills rules` say it. */
+export const SKIP_WORDS: Readonly<Record<SkipEffect, string>> = { skip: "yes", keep: "no", loser: "the loser", dropped: "dropped", unserved: "not served", none: "—" };
 
 /** A diagnostic code's defaults and documentation. */
 export interface Rule {
@@ -68,3 +74,13 @@ export type RuleCode = keyof typeof RULE_DATA;
 export const RULES: Readonly<Record<RuleCode, Rule>> = RULE_DATA;
 export const RULE_CODES = Object.keys(RULES) as RuleCode[];
 
+
+/** The docs page of a code, relative to docs/: its section of the diagnostics page, with a bad and a good example. */
+export function rulePage(code: RuleCode): string {
+  return `diagnostics.md#${code}`;
+}
+
+/** Where a reader finds a code's docs (see `docsAddress`); one address per code. */
+export function ruleUrl(code: RuleCode): string {
+  return docsAddress(rulePage(code));
+}
