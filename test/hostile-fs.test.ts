@@ -1,11 +1,12 @@
 import { execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
-import { MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
+import { MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
 import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];
@@ -125,6 +126,59 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
         message: "the skill folder skills/wide holds more than 10,000 files and folders (counting each path its links lead to); the rest are left out of its file list",
       }),
     ]);
+  });
+});
+
+/** Bytes this process has read so far (Linux's /proc/self/io `rchar`: every read call, the page cache's too). */
+function bytesRead(): number {
+  return Number(/^rchar: (\d+)$/m.exec(readFileSync("/proc/self/io", "utf8"))![1]);
+}
+
+/** `folders` skill folders under skills/, each with `links` links to the one file skills/big.bin of `size` bytes. */
+async function linkedProject(folders: number, links: number, size: number): Promise<string> {
+  const tree: Tree = {};
+  for (let folder = 0; folder < folders; folder++) {
+    tree[`skills/s${folder}/SKILL.md`] = skillMd(`s${folder}`);
+    for (let link = 0; link < links; link++) tree[`skills/s${folder}/l${link}.bin`] = { link: "../big.bin" };
+  }
+  const dir = await project(tree);
+  await writeFile(join(dir, "skills/big.bin"), Buffer.alloc(size, 7));
+  return dir;
+}
+
+describe("what links multiply is read once, and a skill folder's bytes have a limit", () => {
+  it.skipIf(!existsSync("/proc/self/io"))("a file reached through 2,000 links in the root is read once, here and in the hashing worker (5,000)", { timeout: 120_000 }, async () => {
+    for (const [folders, size] of [
+      [40, 1024 * 1024], // 2,000 links: hashed on this thread
+      [100, 256 * 1024], // 5,000: in the hashing worker
+    ] as const) {
+      const dir = await linkedProject(folders, 50, size);
+      const before = bytesRead();
+      const result = await check({ cwd: dir });
+      const read = bytesRead() - before;
+      expect(result.diagnostics).toEqual([]);
+      const files = result.agents[0]!.skills.flatMap((skill) => skill.files.filter((file) => file.path.endsWith(".bin")));
+      expect(files).toHaveLength(folders * 50);
+      expect(new Set(files.map((file) => `${file.size} ${file.sha256}`)).size).toBe(1);
+      // Once, and the SKILL.md files: not 2,000 or 5,000 times.
+      expect(read).toBeLessThan(2 * size + 1024 * 1024);
+    }
+  });
+
+  it(`a skill folder's files past ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB in all (each path links lead to counted) are left out, unread: skill-files-too-large, an error`, async () => {
+    const dir = await linkedProject(1, 2000, 1024 * 1024);
+    const { result } = await checkAll(dir);
+    expect(result.diagnostics).toEqual([
+      expect.objectContaining({
+        code: "skill-files-too-large",
+        severity: "error",
+        file: "skills/s0/SKILL.md",
+        message: "the files of the skill folder skills/s0 total more than 64 MiB (counting each path its links lead to); 1937 of 2001, the last in path order, are left out of its file list",
+      }),
+    ]);
+    // SKILL.md and 63 MiB of links: the first 63 in path order.
+    const links = Array.from({ length: 2000 }, (_, link) => `l${link}.bin`).sort();
+    expect(result.agents[0]!.skills.find((skill) => skill.name === "s0")!.files.map((file) => file.path)).toEqual(["SKILL.md", ...links.slice(0, 63)]);
   });
 });
 

@@ -162,9 +162,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
   // by their signature and the few that changed are hashed here, when needed.
   const hashedInWorker =
-    !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES
-      ? hashInWorker([...verified].filter(([path]) => !byFile.has(path)).map(([path, expected]): HashRequest => ({ path, expected })))
-      : undefined;
+    !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES ? hashInWorker(hashRequests(verified, byFile)) : undefined;
   const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
   const customFields = config.frontmatter && declaredFields(config.frontmatter);
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
@@ -330,7 +328,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     return compiled;
   }));
 
-  hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, (await hashedInWorker?.()) ?? new Map());
+  const hashed = new Map<string, HashOutcome>();
+  for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
+  hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
   selections.forEach(({ id, agent, selected }, index) => {
     if (agent.files === "embed") findings.push(...serveSkills(id, agents[index]!, selected));
   });
@@ -414,13 +414,41 @@ function readUnchanged(file: string, displayFile: string, stats: FileStats): Uin
 }
 
 /**
- * A skill file's size and sha256: from the cache when its signature is unchanged, else as the hashing worker
- * found it, else read now; what was read is recorded.
+ * What the hashing worker is sent: the skills' files other than SKILL.md, each file (device and inode) once, however
+ * many links lead to it: 2,000 links in a root to one large file would otherwise cost 2,000 reads of it.
  */
-function hashResource(path: string, displayPath: string, found: FileStats | undefined, cache: BuildCache | undefined, hashed: ReadonlyMap<string, HashOutcome>): { size: number; sha256: string } | { failure: string } {
+function hashRequests(verified: ReadonlyMap<string, FileStats>, skillFiles: ReadonlyMap<string, unknown>): HashRequest[] {
+  const requested = new Set<string>();
+  const requests: HashRequest[] = [];
+  for (const [path, expected] of verified) {
+    const key = identityKey(expected);
+    if (skillFiles.has(path) || requested.has(key)) continue;
+    requested.add(key);
+    requests.push({ path, expected });
+  }
+  return requests;
+}
+
+/** A file's device and inode, as one key. */
+function identityKey(identity: FileIdentity): string {
+  return `${identity.dev}:${identity.ino}`;
+}
+
+/**
+ * A skill file's size and sha256: from the cache when its signature is unchanged, else as this build hashed the
+ * same file (device and inode) already, through another path or in the hashing worker (`hashed`, by identity,
+ * which gets what is read now), else read now; what was read is recorded under this path too.
+ */
+function hashResource(path: string, displayPath: string, found: FileStats | undefined, cache: BuildCache | undefined, hashed: Map<string, HashOutcome>): { size: number; sha256: string } | { failure: string } {
   const known = found && cache?.knownFile(displayPath, found);
   if (known) return known;
-  const outcome = hashed.get(path) ?? hashOutcome({ path, expected: found });
+  const key = found && identityKey(found);
+  let outcome = key === undefined ? undefined : hashed.get(key);
+  if (!outcome) {
+    outcome = hashOutcome({ path, expected: found });
+    // A failure is this path's (a link swapped for another, say), not the file's: only what was read is shared.
+    if (key !== undefined && "sha256" in outcome) hashed.set(key, outcome);
+  }
   if ("sha256" in outcome) cache?.recordFile(displayPath, outcome.stats, outcome.size, outcome.sha256);
   return outcome;
 }
@@ -594,7 +622,7 @@ function hashSkillFiles(
   known: ReadonlyMap<string, { size: number; sha256: string }>,
   verified: ReadonlyMap<string, FileStats>,
   cache: BuildCache | undefined,
-  hashed: ReadonlyMap<string, HashOutcome>,
+  hashed: Map<string, HashOutcome>,
 ): void {
   const bySkill = new Map<string, AgentSkill[]>();
   for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);

@@ -11,6 +11,13 @@ import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./re
  */
 export const MAX_SKILL_FOLDER_ENTRIES = 10_000;
 
+/**
+ * Bytes one skill folder's files may total, counting each path links lead to: each is hashed for the manifest
+ * (each file once) and copied by `stage`. 64 MiB is twelve times the largest folder of the public catalogues
+ * (5.3 MB of fonts, anthropics/skills' canvas-design); links to one large file would otherwise multiply it.
+ */
+export const MAX_SKILL_FOLDER_BYTES = 64 * 1024 * 1024;
+
 /** A `SKILL.md` found under a root. */
 export interface DiscoveredSkill {
   /** Absolute path as discovered: a symlinked folder keeps the link's own path. */
@@ -88,6 +95,20 @@ export interface RootListing {
   folders: string[];
   /** Each .gitignore read, as walked, with the stats of the file read. */
   ignoreFiles: Map<string, FileStats>;
+}
+
+/**
+ * The first of `paths` (in path order) whose sizes in `files` stay within `MAX_SKILL_FOLDER_BYTES`, SKILL.md
+ * counted first and always kept; the rest are taken out of `files`, so that nothing reads them.
+ */
+function withinByteLimit(paths: string[], files: Map<string, FileStats>): string[] {
+  let total = files.get("SKILL.md")!.size;
+  const kept: string[] = [];
+  for (const path of paths) {
+    if (path !== "SKILL.md" && (total += files.get(path)!.size) > BigInt(MAX_SKILL_FOLDER_BYTES)) files.delete(path);
+    else kept.push(path);
+  }
+  return kept;
 }
 
 /**
@@ -210,7 +231,17 @@ export function discoverRoot(root: string, display: (path: string) => string, li
           });
         }
         files.set("SKILL.md", identity);
-        found.push({ file, dir: relDir, realFile, files: [...files.keys()].sort(comparePaths), identities: files });
+        const listed = files.size;
+        const paths = withinByteLimit([...files.keys()].sort(comparePaths), files);
+        if (paths.length < listed) {
+          findings.push({
+            code: "skill-files-too-large",
+            file: display(file),
+            message: `the files of the skill folder ${display(dir)} total more than ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB (counting each path its links lead to); ${listed - paths.length} of ${listed}, the last in path order, are left out of its file list`,
+            hint: "Keep large data, models and media out of the skill folder (its files are hashed for the manifest and copied with `stage`), or remove links that lead to the same file many times over.",
+          });
+        }
+        found.push({ file, dir: relDir, realFile, files: paths, identities: files });
         return;
       }
       // A SKILL.md that is not a file (reported above) does not make a skill; keep walking.

@@ -52,6 +52,7 @@ const RULE_DATA = {
   "path-unreadable": { severity: "warn", skip: "skip", description: "a folder or SKILL.md inside a root cannot be read" },
   "path-changed": { severity: "error", skip: "skip", description: "a file inside a root was replaced after discovery (by a link out of the root, say); it is not read" },
   "skill-folder-too-large": { severity: "error", skip: "keep", description: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
+  "skill-files-too-large": { severity: "error", skip: "keep", description: "a skill folder's files total over 64 MiB (counting each path links lead to)" },
   "field-invalid": { severity: "warn", skip: "keep", description: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", description: "a field outside the model" },
   "frontmatter-schema": { severity: "error", skip: "skip", description: "a custom field fails the config's `frontmatter` schema (wrong type, missing, or undeclared under a strict schema)" },
