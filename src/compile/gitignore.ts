@@ -32,7 +32,7 @@ const NON_ASCII = /[^\x00-\x7F]/;
 
 /** `text`'s UTF-8 bytes as a Latin-1 string (ASCII, most names, is its own). */
 function bytesOf(text: string): string {
-  return NON_ASCII.test(text) ? Buffer.from(text, "utf8").toString("latin1") : text;
+  return NON_ASCII.test(text) ? Buffer.from(text).toString("latin1") : text;
 }
 
 /**
@@ -65,7 +65,7 @@ function rebase(text: string, relDir: string): string {
  */
 function trimPattern(pattern: string): string {
   let end = pattern.endsWith("\r") ? pattern.length - 1 : pattern.length;
-  while (end > 0 && pattern.charCodeAt(end - 1) === SPACE) end--;
+  while (pattern.charCodeAt(end - 1) === SPACE) end--; // at 0, charCodeAt(-1) is NaN
   return pattern.slice(0, end);
 }
 const SPACE = 0x20;
