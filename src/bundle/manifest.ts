@@ -1,6 +1,6 @@
 import { join, relative, sep } from "node:path";
 import { z } from "zod";
-import { TOOL_STYLES } from "../compile/config.js";
+import { AGENT_ID_MAX_LENGTH, AGENT_ID_PATTERN, TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/rules.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
@@ -63,6 +63,8 @@ const manifestAgent = z.strictObject({
     .optional()
     .describe("The agent's budget: characters its catalogue may take (its own `budget`, or SKILLS_PROMPT_CHAR_BUDGET's), or { tokens } (counted in `tokens.encoding`)."),
   context: z.array(z.string()).optional().describe("The agent's context files, relative to the config folder, in prompt order."),
+  contextSha256: z.record(z.string(), sha256).optional().describe("sha256 of each context file's bytes, by its path as in `context`."),
+  notAllowed: z.array(z.string()).optional().describe("The SKILL.md files (as in `skills[].file`) the agent's sources selected and its `allow` list left out."),
   tool: z
     .strictObject({ style: z.enum(TOOL_STYLES), name: z.string() })
     .optional()
@@ -125,7 +127,7 @@ export const manifestSchema = z
     $schema: z.string().describe("This manifest's JSON Schema (for editors)."),
     schemaVersion: z.literal(SCHEMA_VERSION),
     generator: z.literal(GENERATOR),
-    agents: z.record(z.string(), manifestAgent),
+    agents: z.record(z.string().regex(AGENT_ID_PATTERN).max(AGENT_ID_MAX_LENGTH), manifestAgent),
     skills: z.array(manifestSkill).describe("Every selected SKILL.md once, sorted by file."),
     diagnostics: z.array(manifestDiagnostic),
     hashes: z.strictObject({

@@ -56,6 +56,8 @@ export interface CompiledAgent {
   /** `function` for a format function of the config. */
   format: FormatName | "function";
   skills: AgentSkill[];
+  /** Skills the agent's sources selected and its `allow` list left out, in selection order. */
+  notAllowed: { name: string; file: string }[];
   /** The agent's `context` files (relative to the config folder, in path order) and their joined text. */
   context: { files: { file: string; hash: string }[]; text: string };
   prompt: string;
@@ -233,13 +235,13 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     const sources = agent.skills.map((source) => ({ config: source, skills: validByRoot.get(resolveRoot(source.root, configDir)) ?? [] }));
     const selection = selectAgent(id, sources, configFile, agent);
     findings.push(...selection.findings);
-    return { id, agent, selected: selection.selected };
+    return { id, agent, selected: selection.selected, notAllowed: selection.notAllowed };
   });
   const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
   const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
   const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
 
-  const agents: CompiledAgent[] = await Promise.all(selections.map(async ({ id, agent, selected }, index): Promise<CompiledAgent> => {
+  const agents: CompiledAgent[] = await Promise.all(selections.map(async ({ id, agent, selected, notAllowed }, index): Promise<CompiledAgent> => {
     const stagedDirs = layout === "per-agent" ? stagingFolders(selected, `agents/${id}/skills`) : sharedDirs;
     const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
       const staged = stagedDirs?.get(skill.file);
@@ -309,6 +311,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       ...(agent.description === undefined ? {} : { description: agent.description }),
       format: typeof format === "string" ? format : "function",
       skills: all,
+      notAllowed: notAllowed.map(({ skill }) => ({ name: skill.name, file: skill.displayFile })),
       context,
       prompt,
       ...(toolDescription === undefined ? {} : { toolDescription }),

@@ -48,9 +48,10 @@ export function selectAgent(
   sources: readonly SourceView[],
   configFile: string,
   settings: SelectionSettings = {},
-): { selected: SelectedSkill[]; findings: Finding[] } {
+): { selected: SelectedSkill[]; notAllowed: SelectedSkill[]; findings: Finding[] } {
   const findings: Finding[] = [];
   let selected: SelectedSkill[] = [];
+  let notAllowed: SelectedSkill[] = [];
 
   sources.forEach((source, sourceIndex) => {
     const where = `agents.${agentId}.skills[${sourceIndex}]`;
@@ -102,6 +103,7 @@ export function selectAgent(
         hint: names.length > 0 ? `\`allow\` matches the names the sources selected, such as "${names[0]}".` : "The agent's sources select no skill.",
       });
     }
+    notAllowed = selected.filter((entry) => !allowed.matches(entry.skill.name));
     selected = selected.filter((entry) => allowed.matches(entry.skill.name));
   }
 
@@ -144,7 +146,7 @@ export function selectAgent(
       hint: 'Reword it (write "&lt;/skill&gt;" or describe the tag in words), or make the skill available rather than inline. `rules: { "body-closes-tag": "error" }` makes builds refuse such skills.',
     });
   }
-  return { selected, findings };
+  return { selected, notAllowed, findings };
 }
 
 /** `include` / `exclude`: globs over the skill folder's path relative to the root. */
