@@ -1,6 +1,6 @@
 import { closeSync, lstatSync, readFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
@@ -10,9 +10,9 @@ import { DiscoveryMemo } from "./compile/discovery-memo.js";
 import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
-import { unifiedDiff } from "./review/diff.js";
+import { LINE_MAX, unifiedDiff } from "./review/diff.js";
 import { fixFiles, fixTargets, type FileFixes } from "./lint/files.js";
-import { compareBundle, hashBundleFile, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
+import { compareBundle, hashBundleFile, linkBelow, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
 
 export interface CheckOptions {
   /** Config file; found in `cwd` when omitted. */
@@ -134,7 +134,7 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     }
     const bundle = bundleOf(result);
     const copies = stagedCopies(result);
-    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, bundle, copies)) };
+    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, dirname(result.config.file), bundle, copies)) };
     const places = await writeBundle(outDir, bundle, copies, result.config, cache.bundle);
     cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places);
     if (!session) saveSnapshot(result, cache);
@@ -252,9 +252,13 @@ export class BuildSession {
 /** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */
 const STALE_DIFF_LINES = 40;
 
-/** Compares a fresh bundle with the one in `outDir`; reads only, and only regular files below it (see `openBundleFile`). */
-async function compareWithDisk(outDir: string, bundle: Bundle, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
-  if (lstatSync(outDir, { throwIfNoEntry: false })?.isSymbolicLink()) throw new OutputError(`${outDir} is a symbolic link; not followed. Set \`outDir\` to the folder it points to.`);
+/**
+ * Compares a fresh bundle with the one in `outDir`; reads only, and only regular files below it (see `openBundleFile`),
+ * reached from the config's folder through folders alone (a pull request may commit a link in place of `dist`).
+ */
+async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
+  const link = lstatSync(outDir, { throwIfNoEntry: false })?.isSymbolicLink() ? outDir : linkBelow(configDir, outDir);
+  if (link !== undefined) throw new OutputError(`${link} is a symbolic link; not followed. Set \`outDir\` to the folder it points to.`);
   const stale: StaleFile[] = [];
   for (const [path, state] of compareBundle(outDir, bundle)) {
     if (typeof state === "object") stale.push({ path, state: "changed", notFollowed: state.notFollowed });
@@ -289,6 +293,7 @@ async function compareWithDisk(outDir: string, bundle: Bundle, copies: readonly 
     beforeLabel: `${shown} (on disk)`,
     afterLabel: `${shown} (fresh build)`,
     maxLines: STALE_DIFF_LINES,
+    lineMax: LINE_MAX,
   });
   return { stale, staleDiff };
 }

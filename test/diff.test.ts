@@ -1,10 +1,13 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
+import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { BODY_DIFF_LINES, countLineChanges, diffBundles, diffLines, EMPTY_MANIFEST, estimateTokens, parseManifest, unifiedDiff, type Manifest } from "../src/review/diff.js";
-import { formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
+import { BODY_DIFF_LINES, countLineChanges, diffBundles, diffLines, estimateTokens, unifiedDiff } from "../src/review/diff.js";
+import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
+import { EMPTY_MANIFEST, parseManifest, type ReviewManifest } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const plain = { red: (t: string) => t, yellow: (t: string) => t, dim: (t: string) => t, bold: (t: string) => t };
@@ -81,9 +84,10 @@ describe("unifiedDiff", () => {
   });
 });
 
-/** A manifest as bundle.ts writes it, built from a compact description of each agent. */
-function manifest(agents: Record<string, { skills: [name: string, mode: "available" | "inline", description?: string][]; budget?: number; catalogue?: number; prompt?: number }>): Manifest {
-  const skills = new Map<string, object>();
+/** A manifest's JSON as bundle.ts writes it, built from a compact description of each agent. */
+function rawManifest(agents: Record<string, { skills: [name: string, mode: "available" | "inline", description?: string][]; budget?: number; catalogue?: number; prompt?: number }>) {
+  const hash = (text: string) => createHash("sha256").update(text).digest("hex");
+  const skills = new Map<string, { body: string } & Record<string, unknown>>();
   const entries: Record<string, object> = {};
   for (const [id, agent] of Object.entries(agents)) {
     entries[id] = {
@@ -91,22 +95,30 @@ function manifest(agents: Record<string, { skills: [name: string, mode: "availab
       prompt: `prompts/${id}.txt`,
       characters: { prompt: agent.prompt ?? 1000, catalogue: agent.catalogue ?? 800 },
       ...(agent.budget === undefined ? {} : { budget: agent.budget }),
-      skills: agent.skills.map(([name, mode]) => ({ name, mode, source: 0, file: `skills/${name}/SKILL.md` })),
+      skills: agent.skills.map(([name, mode]) => ({ name, mode, source: 0, file: `skills/${name}/SKILL.md`, listed: mode === "available" })),
     };
     for (const [name, , description = `Does ${name}.`] of agent.skills) {
       const file = `skills/${name}/SKILL.md`;
-      skills.set(file, { name, description, file, location: file, baseDir: `skills/${name}`, hash: "0".repeat(64), fields: { name, description }, extra: {}, body: `# ${name}`, files: [{ path: "SKILL.md", sha256: "0".repeat(64), size: 10 }] });
+      const fields = { name, description, context: "inline", agent: "general-purpose", "user-invocable": true, "disable-model-invocation": false };
+      const structure = { files: 1, bytes: 10, folders: {} };
+      skills.set(file, { name, description, file, location: file, baseDir: `skills/${name}`, hash: hash(file), fields, extra: {}, body: `# ${name}`, files: [{ path: "SKILL.md", sha256: hash(file), size: 10 }], structure });
     }
   }
-  const outputs = Object.fromEntries(Object.entries(agents).map(([id, agent]) => [`prompts/${id}.txt`, `hash-of-${agent.prompt ?? 1000}`]));
-  return parseManifest({ schemaVersion: 1, generator: "skillbake", agents: entries, skills: [...skills.values()], diagnostics: [], hashes: { inputs: "x", outputs } }, "test");
+  const outputs = Object.fromEntries(Object.entries(agents).map(([id, agent]) => [`prompts/${id}.txt`, hash(String(agent.prompt ?? 1000))]));
+  return { $schema: "x", schemaVersion: 1, generator: "skillbake", agents: entries, skills: [...skills.values()], diagnostics: [], hashes: { inputs: hash("inputs"), outputs } };
+}
+
+function manifest(agents: Parameters<typeof rawManifest>[0], edit: (raw: ReturnType<typeof rawManifest>) => void = () => {}): ReviewManifest {
+  const raw = rawManifest(agents);
+  edit(raw);
+  return parseManifest(raw, "test");
 }
 
 describe("diffBundles", () => {
   it("shows no budget line where neither side sets one", () => {
     const diff = diffBundles(EMPTY_MANIFEST, manifest({ chat: { skills: [["a", "inline"]] } }));
     expect(formatDiffPretty(diff, { before: "a", after: "b" }, plain)).not.toContain("budget");
-    expect(diff.agents[0]).toMatchObject({ id: "chat", status: "added", added: [{ name: "a", mode: "inline", file: "skills/a/SKILL.md" }] });
+    expect(diff.agents[0]).toMatchObject({ id: "chat", status: "added", added: [{ name: "a", placement: "inline", file: "skills/a/SKILL.md" }] });
   });
 
   it("pairs a name selected from two sources in order, and reports a prompt change nothing else explains", () => {
@@ -125,25 +137,27 @@ describe("diffBundles", () => {
     const long = "x".repeat(500);
     const before = manifest({ coding: { skills: [["a", "available", "Uses ``` fences."], ["b", "available", "short"]] } });
     const after = manifest({ coding: { skills: [["a", "available", "Uses ```` fences."], ["b", "available", long]] } });
-    const markdown = formatDiffMarkdown(diffBundles(before, after));
-    expect(markdown).toContain("- Changed the description of `a`:\n\n  `````diff\n  - Uses ``` fences.\n  + Uses ```` fences.\n  `````\n");
-    expect(markdown).toContain(`- Changed the description of \`b\`:\n\n  <details><summary>old → new</summary>\n\n  \`\`\`diff\n  - short\n  + ${long}\n  \`\`\`\n\n  </details>`);
+    const markdown = formatDiffMarkdown(diffBundles(before, after), { limit: COMMENT_LIMIT });
+    // Every change named first, then the details.
+    expect(markdown).toContain("- Changed the description of `a`\n- Changed the description of `b`\n\n#### Details\n");
+    expect(markdown).toContain("`coding`: description of `a`\n\n<details><summary>old → new</summary>\n\n`````diff\n- Uses ``` fences.\n+ Uses ```` fences.\n`````\n\n</details>");
+    expect(markdown).toContain(`\`coding\`: description of \`b\`\n\n<details><summary>old → new</summary>\n\n\`\`\`diff\n- short\n+ ${long}\n\`\`\`\n\n</details>`);
   });
 
   it("cuts a long body's diff after BODY_DIFF_LINES lines, saying how many more there were", () => {
     const before = manifest({ coding: { skills: [["a", "inline"]] } });
-    const after = manifest({ coding: { skills: [["a", "inline"]] } });
     const lines = Array.from({ length: 100 }, (_, index) => `Step ${index + 1}.`);
-    (after.skills[0] as { body: string }).body = lines.join("\n");
-    const markdown = formatDiffMarkdown(diffBundles(before, after));
-    const shown = markdown.slice(markdown.indexOf("```diff\n") + 8, markdown.lastIndexOf("\n  ```")).split("\n");
+    const after = manifest({ coding: { skills: [["a", "inline"]] } }, (raw) => (raw.skills[0]!.body = lines.join("\n")));
+    const markdown = formatDiffMarkdown(diffBundles(before, after), { limit: COMMENT_LIMIT });
+    const shown = markdown.slice(markdown.indexOf("```diff\n") + 8, markdown.lastIndexOf("\n```")).split("\n");
     expect(shown).toHaveLength(BODY_DIFF_LINES + 1);
-    expect(shown.at(-1)).toBe(`  … ${100 + 4 - BODY_DIFF_LINES} more lines of diff`);
+    expect(shown.at(-1)).toBe(`… ${100 + 4 - BODY_DIFF_LINES} more lines of diff`);
   });
 
   it("rejects a manifest it cannot read, naming the field", () => {
-    expect(() => parseManifest({ schemaVersion: 1, agents: {}, skills: [] }, "old/manifest.json")).toThrow("old/manifest.json: hashes: expected object, received undefined");
-    expect(() => parseManifest({ schemaVersion: 2 }, "m.json")).toThrow("m.json: schemaVersion: skills diff reads manifests of schemaVersion 1");
+    const { hashes: _, ...noHashes } = rawManifest({});
+    expect(() => parseManifest(noHashes, "old/manifest.json")).toThrow("old/manifest.json: hashes: expected object, received undefined");
+    expect(() => parseManifest({ ...noHashes, schemaVersion: 0 }, "m.json")).toThrow("m.json: schemaVersion 0; this skillbake reads schemaVersion 1: rebuild both bundles with the same skillbake (`skills build --out DIR`) and compare those");
   });
 });
 
@@ -194,9 +208,9 @@ describe("skills diff", () => {
     const coding = pretty.stdout.split("\n\n").find((section) => section.startsWith("coding:"))!.split("\n");
     expect(coding.slice(0, 8)).toEqual([
       "coding: changed",
-      "  + Added delta (available)",
-      "  ~ Moved beta from available to inline",
-      "  ~ Changed the description of alpha:",
+      "  + Added delta (listed)",
+      "  ~ Moved beta from listed to inline",
+      "  ~ Changed the description of alpha",
       "      - Drafts alpha reports. Use when asked for an alpha report.",
       "      + Drafts alpha and omega reports. Use when asked for a report.",
       expect.stringMatching(/^ {2}~ Changed the body of beta: \+2 -1 lines \(sha256 [0-9a-f]{8} → [0-9a-f]{8}\)$/),
@@ -215,7 +229,7 @@ describe("skills diff", () => {
       "      +4. Report.",
     ]);
     expect(coding[17]).toBe("  ~ Changed the files of alpha: added scripts/check.sh; removed references/old.md; changed references/template.md");
-    expect(markdown.stdout).toContain("  <details><summary>body diff</summary>\n\n  ```diff\n  --- beta (before)\n");
+    expect(markdown.stdout).toContain("`coding`: body of `beta`\n\n<details><summary>old → new</summary>\n\n```diff\n--- beta (before)\n");
     expect(pretty.stdout).toContain("chat: unchanged\n");
     await expect(pretty.stdout).toMatchFileSnapshot("__snapshots__/diff.pretty.txt");
     await expect(markdown.stdout).toMatchFileSnapshot("__snapshots__/diff.markdown.md");
@@ -224,11 +238,17 @@ describe("skills diff", () => {
     const report = JSON.parse(json.stdout);
     const before = JSON.parse(await readFile(join(dir, "before/manifest.json"), "utf8"));
     const after = JSON.parse(await readFile(join(dir, "after/manifest.json"), "utf8"));
+    // Real counts with no token setting in the config: the tokenizer's count of each side's prompts/coding.txt.
+    const tokens = async (side: string) => countTokens(await readFile(join(dir, side, "prompts/coding.txt"), "utf8"));
+    expect(report.tokenEncoding).toBe("o200k_base");
     expect(report.agents.find((agent: { id: string }) => agent.id === "coding").prompt).toEqual({
-      before: { characters: before.agents.coding.characters.prompt, tokens: Math.ceil(before.agents.coding.characters.prompt / 4) },
-      after: { characters: after.agents.coding.characters.prompt, tokens: Math.ceil(after.agents.coding.characters.prompt / 4) },
+      before: { characters: before.agents.coding.characters.prompt, tokens: await tokens("before") },
+      after: { characters: after.agents.coding.characters.prompt, tokens: await tokens("after") },
       changed: true,
     });
+    const estimated = JSON.parse((await runCli(["diff", "before", "after", "--format", "json", "--estimate-tokens"], { cwd: dir })).stdout);
+    expect(estimated).toMatchObject({ tokenEstimate: "ceil(characters / 4)", tokenEstimateReason: "--estimate-tokens" });
+    expect(estimated.agents.find((agent: { id: string }) => agent.id === "coding").prompt.after.tokens).toBe(Math.ceil(after.agents.coding.characters.prompt / 4));
     const prompt = await readFile(join(dir, "after/prompts/coding.txt"), "utf8");
     expect(after.agents.coding.characters.prompt).toBe(prompt.length);
   });
@@ -237,7 +257,7 @@ describe("skills diff", () => {
     const dir = await beforeAndAfter();
     expect((await runCli(["diff", "before", "after", "--exit-code"], { cwd: dir })).code).toBe(1);
     expect((await runCli(["diff", "after", "after/manifest.json", "--exit-code"], { cwd: dir })).code).toBe(0);
-    const fresh = await runCli(["diff", "no-such-bundle", "after", "--format", "json"], { cwd: dir });
+    const fresh = await runCli(["diff", "no-such-bundle", "after", "--format", "json", "--allow-missing-before"], { cwd: dir });
     expect(fresh.code).toBe(0);
     expect(JSON.parse(fresh.stdout).agents.map((agent: { id: string; status: string }) => [agent.id, agent.status])).toEqual([
       ["chat", "added"],
@@ -281,7 +301,7 @@ describe("skills diff", () => {
     const markdown = await runCli(["diff", "before", "after", "--format", "markdown"], { cwd: dir });
     expect(markdown.stdout).toMatch(new RegExp(`^\\| \`coding\` \\| 1 added \\| .* \\| ${budget.replace(/[()]/g, "\\$&")} \\|$`, "m"));
     const json = JSON.parse((await runCli(["diff", "before", "after", "--format", "json"], { cwd: dir })).stdout);
-    expect(json.agents[0].budget).toEqual({ before: { limit: 700, catalogue: before, unit: "characters" }, after: { limit: 900, catalogue: after, unit: "characters" } });
+    expect(json.agents[0].budget).toEqual({ before: { limit: 700, catalogue: before, unit: "characters", dropped: [] }, after: { limit: 900, catalogue: after, unit: "characters", dropped: [] } });
   });
 
   it("shows control and bidi characters escaped, and no name, description or agent id breaks out of the Markdown", async () => {
@@ -300,18 +320,14 @@ describe("skills diff", () => {
       "skills/alpha/SKILL.md": skill("alpha", "Ships\u001b[2K to prod\u202e safely | `x`\n</details>\n```\nthen\r</details>\r# Forged\nfive\nsix"),
     });
     expect((await runCli(["build", "--out", "after"], { cwd: dir })).code).toBe(0);
-    // A hand-edited manifest: agent ids are checked in a config, not in a bundle.
-    const manifest = JSON.parse(await readFile(join(dir, "after/manifest.json"), "utf8"));
-    manifest.agents["ops|`x`\u202e"] = manifest.agents.main;
-    await writeFile(join(dir, "after/manifest.json"), JSON.stringify(manifest));
 
     const pretty = await runCli(["diff", "before", "after"], { cwd: dir });
     expect(pretty.stdout.split("\n")).toEqual([
-      "2 of 2 agents changed (before → after)",
+      "1 of 1 agent changed (before → after)",
       "",
       "main: changed",
-      "  + Added new\\nline\\x1b[2K\\u202e|`b` (available)",
-      "  ~ Changed the description of alpha:",
+      "  + Added new\\nline\\x1b[2K\\u202e|`b` (listed)",
+      "  ~ Changed the description of alpha",
       "      - Plain.",
       "      + Ships\\x1b[2K to prod\\u202e safely | `x`",
       "      + </details>",
@@ -320,48 +336,39 @@ describe("skills diff", () => {
       "      + five",
       "      + six",
       "  prompt characters: 495 → 734 (+239)",
-      "  ≈ tokens (estimate: characters ÷ 4): 124 → 184 (+60)",
-      "",
-      "ops|`x`\\u202e: new agent",
-      "  + Added alpha (available)",
-      "  + Added new\\nline\\x1b[2K\\u202e|`b` (available)",
-      "  prompt characters: 0 → 734 (+734)",
-      "  ≈ tokens (estimate: characters ÷ 4): 0 → 184 (+184)",
+      "  tokens (o200k_base): 111 → 204 (+93)",
       "",
     ]);
     const markdown = await runCli(["diff", "before", "after", "--format", "markdown"], { cwd: dir });
     expect(markdown.stdout.split("\n")).toEqual([
-      "### Agent prompts: 2 of 2 agents changed",
+      "### Agent prompts: 1 of 1 agent changed",
       "",
-      "| agent | changes | prompt characters | ≈ tokens (estimate: characters ÷ 4) | budget (catalogue characters) |",
+      "| agent | changes | prompt characters | tokens (o200k\\_base) | budget (catalogue characters) |",
       "| --- | --- | ---: | ---: | --- |",
-      "| `main` | 1 added, 1 description | 495 → 734 (+239) | 124 → 184 (+60) | — |",
-      // GFM splits table cells at a "|" even inside a code span, unless it is escaped.
-      "| ``ops\\|`x`\\u202e`` | new agent, 2 added | 0 → 734 (+734) | 0 → 184 (+184) | — |",
+      "| `main` | 1 added, 1 description | 495 → 734 (+239) | 111 → 204 (+93) | — |",
       "",
       "#### `main` (changed)",
       "",
-      "- Added `` new\\nline\\x1b[2K\\u202e|`b` `` (available)",
-      "- Changed the description of `alpha`:",
+      "- Added `` new\\nline\\x1b[2K\\u202e|`b` `` (listed)",
+      "- Changed the description of `alpha`",
       "",
-      "  <details><summary>old → new</summary>",
+      "#### Details",
       "",
-      "  ````diff",
-      "  - Plain.",
-      "  + Ships\\x1b[2K to prod\\u202e safely | `x`",
-      "  + </details>",
-      "  + ```",
-      "  + then\\r</details>\\r# Forged",
-      "  + five",
-      "  + six",
-      "  ````",
+      "`main`: description of `alpha`",
       "",
-      "  </details>",
+      "<details><summary>old → new</summary>",
       "",
-      "#### ``ops|`x`\\u202e`` (new agent)",
+      "````diff",
+      "- Plain.",
+      "+ Ships\\x1b[2K to prod\\u202e safely | `x`",
+      "+ </details>",
+      "+ ```",
+      "+ then\\r</details>\\r# Forged",
+      "+ five",
+      "+ six",
+      "````",
       "",
-      "- Added `alpha` (available)",
-      "- Added `` new\\nline\\x1b[2K\\u202e|`b` `` (available)",
+      "</details>",
       "",
     ]);
   });
@@ -376,10 +383,10 @@ describe("skills diff", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^skills diff: bad\.json: not valid JSON/);
     await writeFile(join(dir, "other.json"), JSON.stringify({ schemaVersion: 1 }));
-    expect((await runCli(["diff", "other.json", "missing"], { cwd: dir })).stderr).toContain("other.json: agents: expected record");
+    expect((await runCli(["diff", "other.json", "missing"], { cwd: dir })).stderr).toContain("other.json: $schema: expected string");
     const neither = await runCli(["diff", "a", "b"], { cwd: dir });
-    expect(neither.code).toBe(2);
-    expect(neither.stderr).toContain("neither a nor b exists");
+    expect(neither).toMatchObject({ code: 2, stdout: "" });
+    expect(neither.stderr.trim()).toBe("skills diff: a: no such bundle; give a bundle folder (an outDir) or a manifest.json");
     expect((await runCli(["diff", "a"], { cwd: dir })).code).toBe(2);
   });
 

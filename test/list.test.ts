@@ -45,10 +45,10 @@ describe("skills list", () => {
     expect(report).toMatchObject({ errors: 0, warnings: 0 });
     const [coding] = report.agents;
     expect(coding.skills).toEqual([
-      { name: "code-review", mode: "available", source: 0, root: "skills", file: "skills/code-review/SKILL.md", descriptionCharacters: REVIEW.length, hidden: false, userInvocable: true },
-      { name: "deploy", mode: "available", source: 0, root: "skills", file: "skills/deploy/SKILL.md", descriptionCharacters: "Deploy to production.".length, hidden: true, userInvocable: true },
-      { name: "git-commit", mode: "inline", source: 0, root: "skills", file: "skills/git-commit/SKILL.md", descriptionCharacters: COMMIT.length, hidden: false, userInvocable: true },
-      { name: "triage", mode: "available", source: 1, root: "team-skills", file: "team-skills/triage/SKILL.md", descriptionCharacters: "Label new issues.".length, hidden: false, userInvocable: false },
+      { name: "code-review", mode: "available", source: 0, root: "skills", file: "skills/code-review/SKILL.md", descriptionCharacters: REVIEW.length, hidden: false, dropped: false, userInvocable: true },
+      { name: "deploy", mode: "available", source: 0, root: "skills", file: "skills/deploy/SKILL.md", descriptionCharacters: "Deploy to production.".length, hidden: true, dropped: false, userInvocable: true },
+      { name: "git-commit", mode: "inline", source: 0, root: "skills", file: "skills/git-commit/SKILL.md", descriptionCharacters: COMMIT.length, hidden: false, dropped: false, userInvocable: true },
+      { name: "triage", mode: "available", source: 1, root: "team-skills", file: "team-skills/triage/SKILL.md", descriptionCharacters: "Label new issues.".length, hidden: false, dropped: false, userInvocable: false },
     ]);
     // The prompt holds the catalogue and the inline block; the catalogue alone leaves out the hidden skill.
     expect(coding.catalogueCharacters).toBeGreaterThan(0);
@@ -70,6 +70,7 @@ describe("skills list", () => {
     const json = JSON.parse((await runCli(["list", "--format", "json"], { cwd: dir })).stdout);
     const [small, roomy] = json.agents;
     expect(small.budget).toEqual({ limit: 600, unit: "characters", dropped: ["beta"] });
+    expect(small.skills.map((skill: { dropped: boolean }) => skill.dropped)).toEqual([false, true]);
     expect(small.skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha", "beta"]);
     expect(small.catalogueCharacters).toBeLessThanOrEqual(600);
     expect(roomy.budget).toEqual({ limit: 2000, unit: "characters", dropped: [] });
@@ -103,7 +104,7 @@ describe("skills list", () => {
       "main: 2 skills, catalogue 527 characters (88% of its 600 budget), prompt 527 characters",
       "  name                    mode       source            description  flags",
       "  new\\nline\\x1b[2K\\u202e  available  team\\u202eskills  17 chars",
-      "  x\\u202ey                available  team\\u202eskills  7 chars",
+      "  x\\u202ey                available  team\\u202eskills  7 chars      dropped by the budget",
       "  left out of the catalogue by the budget (still invoked by name): x\\u202ey",
       "",
     ]);

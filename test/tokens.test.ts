@@ -181,7 +181,7 @@ describe("token counts", () => {
     const pretty = await runCli(["diff", "before", "dist/skills", "--format", "pretty"], { cwd: dir });
     expect(pretty.stdout.split("\n")).toContain(`  tokens (o200k_base): ${change}`);
     const markdown = await runCli(["diff", "before", "dist/skills", "--format", "markdown"], { cwd: dir });
-    expect(markdown.stdout).toContain("| agent | changes | prompt characters | tokens (o200k_base) | budget (catalogue characters) |");
+    expect(markdown.stdout).toContain("| agent | changes | prompt characters | tokens (o200k\\_base) | budget (catalogue characters) |");
     expect(markdown.stdout).toContain(`| ${change} |`);
     const json = JSON.parse((await runCli(["diff", "before", "dist/skills", "--format", "json"], { cwd: dir })).stdout);
     expect(json.tokenEncoding).toBe("o200k_base");
@@ -191,14 +191,18 @@ describe("token counts", () => {
     expect(JSON.parse(list.stdout).agents[0].tokens).toEqual({ encoding: "o200k_base", prompt: o200k(after), catalogue: o200k(after) });
   });
 
-  it("skills diff estimates both sides when only one bundle counted tokens", async () => {
+  it("skills diff counts the prompt of a bundle that did not count tokens, in the other's encoding, and estimates only when told to", async () => {
     const dir = await project({ agents: { coding: { skills: [{ root: "skills", available: ["alpha"] }] } } });
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const before = await promptOf(dir, "coding");
     await cp(join(dir, "dist/skills"), join(dir, "before"), { recursive: true });
-    await writeTree(dir, { "skills.config.json": JSON.stringify({ location: "relative", tokens: {}, agents: { coding: { skills: [{ root: "skills", available: ["alpha"] }] } } }) });
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ location: "relative", tokens: { encoding: "cl100k_base" }, agents: { coding: { skills: [{ root: "skills", available: ["alpha", "gamma"] }] } } }) });
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const after = await promptOf(dir, "coding");
     const pretty = await runCli(["diff", "before", "dist/skills", "--format", "pretty"], { cwd: dir });
-    expect(pretty.stdout).toContain("≈ tokens (estimate: characters ÷ 4)");
-    expect(pretty.stdout).not.toContain("tokens (o200k_base)");
+    expect(pretty.stdout.split("\n")).toContain(`  tokens (cl100k_base): ${cl100k(before)} → ${cl100k(after)} (+${cl100k(after) - cl100k(before)})`);
+    const estimated = await runCli(["diff", "before", "dist/skills", "--format", "pretty", "--estimate-tokens"], { cwd: dir });
+    expect(estimated.stdout).toContain("≈ tokens (estimate: characters ÷ 4)");
+    expect(estimated.stdout).toContain("Tokens are estimated: --estimate-tokens.");
   });
 });

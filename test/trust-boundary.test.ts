@@ -151,14 +151,16 @@ describe("skill text cannot forge a GitHub workflow command in any output", () =
     expect((await run(["build"])).code).toBe(0);
     for (const format of ["pretty", "markdown", "json"]) {
       expect((await run(["diff", "base", "dist/skills", "--format", format])).code).toBe(0);
-      expect((await run(["diff", "forged-base", "dist/skills", "--format", format])).code).toBe(0);
+      // An agent id outside the pattern a config allows is refused, naming the field.
+      const forged = await run(["diff", "forged-base", "dist/skills", "--format", format]);
+      expect(forged.code).toBe(2);
+      expect(forged.stderr).toMatch(/^skills diff: forged-base\/manifest\.json: agents\.::error::agent: /);
     }
 
     for (const [command, output] of outputs) expect.soft(forgedLines(output), command).toEqual([]);
     // The text is still there, escaped where it would start a line.
     const all = outputs.map(([, output]) => output).join("\n");
     expect(all).toContain("\\x3a:warning::x");
-    expect(all).toContain("\\x3a:error::agent");
     expect(all).toContain("##\\x5berror]x");
     // JSON output keeps its data: `\u005b` is the bracket to a parser.
     const [, listJson] = outputs.find(([command]) => command === "list --format json")!;

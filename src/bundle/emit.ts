@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
 import { link, lstat, mkdir, open, readdir, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
-import { basename, dirname, join, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
 import { bundleFileSignature, isObject, type BundleRecord, type FilePlaces } from "../compile/cache.js";
 import { GENERATOR } from "./manifest.js";
@@ -240,6 +240,23 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Bundl
     for (const fd of open) closeSync(fd);
   }
   return states;
+}
+
+/**
+ * The first link on the way from `root` down to `target`, when `target` lies inside `root`: what a pull request
+ * could have committed in place of a folder above a bundle, to lead a read out of the working tree.
+ */
+export function linkBelow(root: string, target: string): string | undefined {
+  const path = relative(root, target);
+  if (path === "" || path.startsWith("..") || isAbsolute(path)) return undefined;
+  let at = root;
+  for (const segment of path.split(sep)) {
+    at = join(at, segment);
+    const stats = lstatSync(at, { throwIfNoEntry: false });
+    if (!stats) return undefined;
+    if (stats.isSymbolicLink()) return at;
+  }
+  return undefined;
 }
 
 /**

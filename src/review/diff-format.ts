@@ -1,120 +1,247 @@
-/** `skills diff` output: the same items in `pretty` (a terminal), `markdown` (a pull-request comment) and `json`. */
-import { TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff } from "./diff.js";
-import { escapeInvisible, type Style } from "../compile/terminal.js";
+/**
+ * `skills diff` output: the same items in `pretty` (a terminal), `markdown` (a pull-request comment, a job summary)
+ * and `json`. Every string in a diff comes from a bundle a pull request may have committed: it is escaped for its
+ * output, and every line and list is cut to a size, so no one value can push another change out of view.
+ */
+import { cutLine, LINE_MAX, PERMISSION_FIELDS, TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff, type FieldChange, type RemovalReason } from "./diff.js";
+import type { Placement } from "./manifest.js";
+import { escapeInvisible, escapeMarkdown, type Style } from "../compile/terminal.js";
 
 export type DiffFormat = "pretty" | "markdown" | "json";
 
-/** One line of an agent's changes; `block` is a before/after listing shown beneath it. */
+/** A name or a value inside a line of text. */
+const VALUE_MAX = 200;
+/** A list inside one line (files of a skill, skills a budget dropped) names this many, then counts the rest. */
+const LIST_MAX = 20;
+
+/** GitHub refuses a comment over 65,536 characters; markdown output stays under it with room for a marker line. */
+export const COMMENT_LIMIT = 65_000;
+/** GitHub shows a step's job summary up to 1 MiB; the diff keeps room for the other commands of the step. */
+export const SUMMARY_LIMIT_BYTES = 900_000;
+
+/** One change; `block` is a before/after listing shown beneath it (pretty) or in the details (markdown). */
 interface Item {
   sign: "+" | "-" | "~";
   text: string;
   block?: string[];
-  /** Markdown: the block is collapsed under this summary whatever its size. */
+  /** What the block is, in the markdown details' summary. */
   summary?: string;
 }
 
-/** A markdown description change is collapsed past this many lines or characters of its block. */
-const LONG_BLOCK_LINES = 6;
-const LONG_BLOCK_CHARACTERS = 400;
-/** An agent with more changes than this shows them collapsed in a markdown comment. */
-const LONG_AGENT_ITEMS = 15;
-
 const STATUS_WORDS: Record<AgentDiff["status"], string> = { added: "new agent", removed: "removed agent", changed: "changed", unchanged: "unchanged" };
+
+const PLACEMENT_WORDS: Record<Placement, string> = {
+  listed: "listed",
+  inline: "inline",
+  hidden: "hidden: disable-model-invocation",
+  dropped: "dropped by the budget",
+};
+
+function removalWords(reason: RemovalReason | undefined, code: (text: string) => string): string {
+  if (!reason) return "no longer selected";
+  if (reason.by === "allow") return "left out by the agent's `allow`";
+  return `it failed ${code(reason.code)}: ${code(cut(reason.message, VALUE_MAX))}`;
+}
 
 function items(agent: AgentDiff, code: (text: string) => string): Item[] {
   const list: Item[] = [];
-  for (const { name, mode } of agent.added) list.push({ sign: "+", text: `Added ${code(name)} (${mode})` });
-  for (const { name, mode } of agent.removed) list.push({ sign: "-", text: `Removed ${code(name)} (was ${mode})` });
-  for (const { name, from, to } of agent.moved) list.push({ sign: "~", text: `Moved ${code(name)} from ${from} to ${to}` });
-  for (const { name, before, after } of agent.descriptions) {
-    list.push({ sign: "~", text: `Changed the description of ${code(name)}:`, block: [...prefixLines("- ", before), ...prefixLines("+ ", after)] });
+  const name = (text: string) => code(cut(text, VALUE_MAX));
+  for (const skill of agent.added) list.push({ sign: "+", text: `Added ${name(skill.name)} (${PLACEMENT_WORDS[skill.placement]})` });
+  for (const skill of agent.removed) list.push({ sign: "-", text: `Removed ${name(skill.name)} (was ${PLACEMENT_WORDS[skill.placement]}): ${removalWords(skill.reason, code)}` });
+  for (const { name: skill, from, to } of agent.moved) list.push({ sign: "~", text: movedText(name(skill), from, to) });
+  for (const { name: skill, before, after } of agent.descriptions) {
+    list.push({ sign: "~", text: `Changed the description of ${name(skill)}`, block: [...blockLines("- ", before), ...blockLines("+ ", after)], summary: `description of ${name(skill)}` });
   }
-  for (const { name, before, after, linesAdded, linesRemoved, diff } of agent.bodies) {
-    const text = `Changed the body of ${code(name)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})`;
-    list.push({ sign: "~", text, block: prefixLines("", diff), summary: "body diff" });
+  for (const { name: skill, before, after, linesAdded, linesRemoved, diff } of agent.bodies) {
+    const text = `Changed the body of ${name(skill)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})`;
+    list.push({ sign: "~", text, block: blockLines("", diff), summary: `body of ${name(skill)}` });
   }
-  for (const { name, before, after } of agent.locations) list.push({ sign: "~", text: `Changed the location of ${code(name)}: ${code(before)} → ${code(after)}` });
-  for (const { name, added, removed, changed } of agent.resources) {
-    const parts = [
-      ...(added.length > 0 ? [`added ${added.map(code).join(", ")}`] : []),
-      ...(removed.length > 0 ? [`removed ${removed.map(code).join(", ")}`] : []),
-      ...(changed.length > 0 ? [`changed ${changed.map(code).join(", ")}`] : []),
-    ];
-    list.push({ sign: "~", text: `Changed the files of ${code(name)}: ${parts.join("; ")}` });
+  for (const { name: skill, changes } of agent.fields) {
+    const values = changes.filter((change) => (PERMISSION_FIELDS as readonly string[]).includes(change.field));
+    for (const change of values) list.push({ sign: "~", text: `Changed ${code(change.field)} of ${name(skill)}: ${fieldValue(change, "before", code)} → ${fieldValue(change, "after", code)}` });
+    const others = changes.filter((change) => !values.includes(change));
+    if (others.length > 0) list.push({ sign: "~", text: `Changed frontmatter of ${name(skill)}: ${listed(others.map((change) => change.field), name)}` });
   }
-  for (const { name, changed } of agent.fields) list.push({ sign: "~", text: `Changed frontmatter of ${code(name)}: ${changed.map(code).join(", ")}` });
-  if (agent.format) list.push({ sign: "~", text: `Changed the format: ${code(agent.format.before)} → ${code(agent.format.after)}` });
+  for (const { name: skill, before, after } of agent.locations) list.push({ sign: "~", text: `Changed the location of ${name(skill)}: ${name(before)} → ${name(after)}` });
+  for (const { name: skill, added, removed, changed } of agent.resources) list.push({ sign: "~", text: `Changed the files of ${name(skill)}: ${changeParts({ added, removed, changed }, name)}` });
+  const { context } = agent;
+  if (context.added.length + context.removed.length + context.changed.length > 0) list.push({ sign: "~", text: `Changed the context files: ${changeParts(context, name)}` });
+  if (agent.toolDescription) {
+    const { before = "", after = "" } = agent.toolDescription;
+    list.push({ sign: "~", text: "Changed the skill tool's description", block: [...blockLines("- ", before), ...blockLines("+ ", after)], summary: "the skill tool's description" });
+  }
+  if (agent.format) list.push({ sign: "~", text: `Changed the format: ${name(agent.format.before)} → ${name(agent.format.after)}` });
   // A changed prompt that no item above explains (another skillbake version, say) is still a change.
   if (list.length === 0 && agent.prompt.changed) list.push({ sign: "~", text: "Changed the prompt text" });
   return list;
 }
 
-/**
- * A description's or a diff's lines, each escaped: its line breaks are layout, but a line may hold control or bidi characters,
- * and a CR would end a Markdown line (and so the fenced block) early.
- */
-function prefixLines(prefix: string, text: string): string[] {
-  return text.split("\n").map((line) => `${prefix}${escapeInvisible(line, { keepTabs: true })}`);
+function movedText(name: string, from: Placement, to: Placement): string {
+  if (to === "dropped") return `Dropped ${name} from the catalogue: over the budget (the model no longer sees it; still invoked by name)`;
+  if (from === "dropped" && to === "listed") return `Restored ${name} to the catalogue (the budget dropped it before)`;
+  return `Moved ${name} from ${PLACEMENT_WORDS[from]} to ${PLACEMENT_WORDS[to]}`;
 }
 
-/** A terminal report: each agent, its changes, then its prompt size and budget. */
+function fieldValue(change: FieldChange, side: "before" | "after", code: (text: string) => string): string {
+  return side in change ? code(cut(JSON.stringify(change[side]) ?? String(change[side]), VALUE_MAX)) : "(not set)";
+}
+
+function changeParts(changes: { added: string[]; removed: string[]; changed: string[] }, name: (text: string) => string): string {
+  const parts: string[] = [];
+  for (const kind of ["added", "removed", "changed"] as const) if (changes[kind].length > 0) parts.push(`${kind} ${listed(changes[kind], name)}`);
+  return parts.join("; ");
+}
+
+/** The first `LIST_MAX` of a list, then how many more. */
+function listed(values: readonly string[], name: (text: string) => string): string {
+  const shown = values.slice(0, LIST_MAX).map(name).join(", ");
+  return values.length > LIST_MAX ? `${shown} and ${count(values.length - LIST_MAX)} more` : shown;
+}
+
+/** A description's or a diff's lines, each escaped (a CR would end a Markdown line, and so a fenced block, early) and cut. */
+function blockLines(prefix: string, text: string): string[] {
+  const lines: string[] = [];
+  for (const line of text.split("\n")) lines.push(`${prefix}${fit(line, (part) => escapeInvisible(part, { keepTabs: true }), LINE_MAX)}`);
+  return lines;
+}
+
+const cut = cutLine;
+
+/** `escape(text)` kept to about `max` characters: the text is cut before it is escaped, so no escape is cut in two. */
+function fit(text: string, escape: (text: string) => string, max: number): string {
+  let shown = escape(text);
+  if (shown.length <= max) return shown;
+  let kept = Math.min(text.length, max);
+  for (;;) {
+    if (isHighSurrogate(text.charCodeAt(kept - 1))) kept--;
+    shown = escape(text.slice(0, kept));
+    if (shown.length <= max || kept <= 1) break;
+    kept = Math.max(1, Math.floor((kept * max) / shown.length));
+  }
+  return `${shown}… (${count(text.length - kept)} more characters)`;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/** A terminal report: each agent, its changes (with their old → new text), then its prompt size and budget. */
 export function formatDiffPretty(diff: BundleDiff, labels: { before: string; after: string }, style: Style): string {
-  const lines = [`${headline(diff)} (${escapeInvisible(labels.before)} → ${escapeInvisible(labels.after)})`];
+  const plain = (text: string) => escapeInvisible(text);
+  const lines = [`${headline(diff)} (${fit(labels.before, plain, VALUE_MAX)} → ${fit(labels.after, plain, VALUE_MAX)})`];
   const units = budgetUnits(diff);
   for (const agent of diff.agents) {
-    lines.push("", style.bold(`${escapeInvisible(agent.id)}: ${STATUS_WORDS[agent.status]}`));
-    for (const item of items(agent, (text) => escapeInvisible(text))) {
+    lines.push("", style.bold(`${plain(agent.id)}: ${STATUS_WORDS[agent.status]}`));
+    for (const item of items(agent, plain)) {
       lines.push(`  ${item.sign} ${item.text}`);
       for (const line of item.block ?? []) lines.push(`      ${line}`);
     }
     const { before, after } = agent.prompt;
     lines.push(`  prompt characters: ${change(before.characters, after.characters)}`);
-    lines.push(`  ${diff.tokenEncoding ? tokensLabel(diff) : style.dim(TOKEN_ESTIMATE_LABEL)}: ${change(before.tokens, after.tokens)}`);
-    const budget = budgetChange(agent, units);
+    lines.push(`  ${diff.tokenEncoding ? tokensLabel(diff, plain) : style.dim(TOKEN_ESTIMATE_LABEL)}: ${change(before.tokens, after.tokens)}`);
+    const budget = budgetChange(agent, units, plain);
     if (budget) lines.push(`  ${budgetLabel(units)}: ${budget}`);
   }
+  if (diff.tokenEstimate) lines.push("", style.dim(`Tokens are estimated: ${diff.tokenEstimate}.`));
   return lines.join("\n");
 }
 
-/** A pull-request comment: a table of every agent, then each changed agent's list. */
-export function formatDiffMarkdown(diff: BundleDiff): string {
-  const lines = [`### Agent prompts: ${headline(diff)}`, ""];
+export interface MarkdownOptions {
+  /** Most characters (or, with `bytes`, UTF-8 bytes) of the text. */
+  limit: number;
+  bytes?: boolean;
+  /** Where the whole comparison is, named when the text had to leave some out (the job summary's page). */
+  rest?: string;
+}
+
+/**
+ * Markdown for a pull-request comment or a job summary: a table of every agent, then every change by name (each
+ * dropped or moved skill, each changed description, body and field), then the details (old → new descriptions,
+ * body diffs). Under `limit`: what does not fit is left out from the end, and the last line says how much and where
+ * the rest is.
+ */
+export function formatDiffMarkdown(diff: BundleDiff, { limit, bytes = false, rest }: MarkdownOptions): string {
+  const out = new Budgeted(limit, bytes);
   const units = budgetUnits(diff);
-  lines.push(`| agent | changes | prompt characters | ${tokensLabel(diff)} | ${budgetLabel(units)} |`, "| --- | --- | ---: | ---: | --- |");
+  const label = tokensLabel(diff, escapeMarkdown);
+  out.add([`### Agent prompts: ${headline(diff)}`, "", `| agent | changes | prompt characters | ${label} | ${budgetLabel(units)} |`, "| --- | --- | ---: | ---: | --- |"]);
   for (const agent of diff.agents) {
     const { before, after } = agent.prompt;
     // GFM splits a table cell at every unescaped "|", even inside a code span.
-    lines.push(`| ${codeSpan(agent.id).replace(/\|/g, "\\|")} | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${budgetChange(agent, units) ?? "—"} |`);
+    const cell = (text: string) => text.replace(/\|/g, "\\|");
+    out.add([`| ${cell(codeSpan(agent.id))} | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${cell(budgetChange(agent, units, codeSpan) ?? "—")} |`]);
   }
+  if (diff.tokenEstimate) out.add(["", `Tokens are estimated: ${escapeMarkdown(diff.tokenEstimate)}.`]);
+  const details: { agent: AgentDiff; item: Item }[] = [];
   for (const agent of diff.agents) {
     const list = items(agent, codeSpan);
     if (list.length === 0) continue;
-    lines.push("", `#### ${codeSpan(agent.id)} (${STATUS_WORDS[agent.status]})`, "");
-    const body = list.flatMap(markdownItem);
-    if (list.length > LONG_AGENT_ITEMS) lines.push(`<details><summary>${list.length} changes</summary>`, "", ...body, "", "</details>");
-    else lines.push(...body);
+    out.add(["", `#### ${codeSpan(agent.id)} (${STATUS_WORDS[agent.status]})`, ""]);
+    for (const item of list) {
+      out.add([`- ${item.text}`]);
+      if (item.block) details.push({ agent, item });
+    }
   }
-  return lines.join("\n");
+  if (details.length > 0) out.add(["", "#### Details"]);
+  for (const { agent, item } of details) {
+    const block = item.block!;
+    const fence = "`".repeat(Math.max(3, longestBacktickRun(block) + 1));
+    // Names stay out of the HTML of <details>, where Markdown does not escape them: they head it as Markdown.
+    out.add(["", `${codeSpan(agent.id)}: ${item.summary}`, "", "<details><summary>old → new</summary>", "", `${fence}diff`, ...block, fence, "", "</details>"]);
+  }
+  return out.finish(rest);
 }
 
-function markdownItem(item: Item): string[] {
-  if (!item.block) return [`- ${item.text}`];
-  const fence = "`".repeat(Math.max(3, longestBacktickRun(item.block.join("\n")) + 1));
-  const block = [`${fence}diff`, ...item.block, fence].map((line) => `  ${line}`);
-  const long = item.block.length > LONG_BLOCK_LINES || item.block.join("\n").length > LONG_BLOCK_CHARACTERS;
-  if (!long && !item.summary) return [`- ${item.text}`, "", ...block];
-  return [`- ${item.text}`, "", `  <details><summary>${item.summary ?? "old → new"}</summary>`, "", ...block, "", "  </details>"];
+/** Lines added whole while they fit; what does not is counted, and named in the closing note. */
+class Budgeted {
+  private readonly lines: string[] = [];
+  private size = 0;
+  private left = 0;
+  /** Room kept for the closing note. */
+  private static readonly NOTE_ROOM = 600;
+
+  constructor(
+    private readonly limit: number,
+    private readonly bytes: boolean,
+  ) {}
+
+  add(group: readonly string[]): void {
+    if (this.left > 0) {
+      this.left += group.length;
+      return;
+    }
+    let size = 0;
+    for (const line of group) size += this.measure(line) + 1;
+    if (this.size + size > this.limit - Budgeted.NOTE_ROOM) {
+      this.left += group.length;
+      return;
+    }
+    for (const line of group) this.lines.push(line);
+    this.size += size;
+  }
+
+  finish(rest: string | undefined): string {
+    if (this.left > 0) {
+      const where = rest ? `the job summary has the rest: ${rest}` : "`skills diff` in a terminal, or with `--format json`, shows the rest";
+      this.lines.push("", `**Cut short at ${count(this.limit)} ${this.bytes ? "bytes" : "characters"}: ${count(this.left)} more ${this.left === 1 ? "line" : "lines"} left out; ${where}.**`);
+    }
+    return this.lines.join("\n");
+  }
+
+  private measure(line: string): number {
+    return this.bytes ? Buffer.byteLength(line) : line.length;
+  }
 }
 
-/** `--format json`: the whole comparison, one document. */
+/** `--format json`: the whole comparison, one document; strings are data, unescaped (a JSON parser reads them exactly). */
 export function formatDiffJson(diff: BundleDiff): string {
-  const tokens = diff.tokenEncoding ? { tokenEncoding: diff.tokenEncoding } : { tokenEstimate: "ceil(characters / 4)" };
+  const tokens = diff.tokenEncoding ? { tokenEncoding: diff.tokenEncoding } : { tokenEstimate: "ceil(characters / 4)", tokenEstimateReason: diff.tokenEstimate };
   return JSON.stringify({ changed: diff.changed, ...tokens, agents: diff.agents }, null, 2);
 }
 
 /** Real counts name their encoding; estimates say how they were made. */
-function tokensLabel(diff: BundleDiff): string {
-  return diff.tokenEncoding ? `tokens (${diff.tokenEncoding})` : TOKEN_ESTIMATE_LABEL;
+function tokensLabel(diff: BundleDiff, escape: (text: string) => string): string {
+  return diff.tokenEncoding ? `tokens (${escape(cut(diff.tokenEncoding, VALUE_MAX))})` : TOKEN_ESTIMATE_LABEL;
 }
 
 /** Budgets in characters alone keep the unit in the label; with any in tokens, each value names its unit. */
@@ -129,23 +256,28 @@ function budgetLabel(units: BudgetUnits): string {
 }
 
 function headline(diff: BundleDiff): string {
+  const agents = diff.agents.length;
   const changed = diff.agents.filter((agent) => agent.status !== "unchanged").length;
-  if (changed === 0) return diff.agents.length === 0 ? "no agents" : `no changes (${diff.agents.length} ${diff.agents.length === 1 ? "agent" : "agents"})`;
-  return `${changed} of ${diff.agents.length} ${diff.agents.length === 1 ? "agent" : "agents"} changed`;
+  if (changed === 0) return agents === 0 ? "no agents" : `no changes (${count(agents)} ${agents === 1 ? "agent" : "agents"})`;
+  return `${count(changed)} of ${count(agents)} ${agents === 1 ? "agent" : "agents"} changed`;
 }
 
 function changeCounts(agent: AgentDiff): string {
+  const dropped = agent.moved.filter((move) => move.to === "dropped").length;
   const counts = [
     [agent.added.length, "added"],
     [agent.removed.length, "removed"],
-    [agent.moved.length, "moved"],
+    [dropped, "dropped by the budget"],
+    [agent.moved.length - dropped, "moved"],
     [agent.descriptions.length, agent.descriptions.length === 1 ? "description" : "descriptions"],
     [agent.bodies.length, agent.bodies.length === 1 ? "body" : "bodies"],
+    [agent.fields.length, "frontmatter"],
     [agent.locations.length, agent.locations.length === 1 ? "location" : "locations"],
     [agent.resources.length, agent.resources.length === 1 ? "skill folder" : "skill folders"],
-    [agent.fields.length, agent.fields.length === 1 ? "frontmatter" : "frontmatters"],
   ] as const;
-  const parts = counts.filter(([count]) => count > 0).map(([count, word]) => `${count} ${word}`);
+  const parts = counts.filter(([number]) => number > 0).map(([number, word]) => `${count(number)} ${word}`);
+  if (agent.context.added.length + agent.context.removed.length + agent.context.changed.length > 0) parts.push("context");
+  if (agent.toolDescription) parts.push("tool description");
   if (agent.format) parts.push("format");
   if (parts.length === 0 && agent.prompt.changed) parts.push("prompt text");
   if (agent.status === "added" || agent.status === "removed") parts.unshift(STATUS_WORDS[agent.status]);
@@ -164,11 +296,13 @@ function count(value: number): string {
   return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-function budgetChange(agent: AgentDiff, units: BudgetUnits): string | undefined {
+function budgetChange(agent: AgentDiff, units: BudgetUnits, name: (text: string) => string): string | undefined {
   const { before, after } = agent.budget;
   if (!before && !after) return undefined;
   const [was, now] = [budgetText(before, units), budgetText(after, units)];
-  return was === now ? now : `${was} → ${now}`;
+  const state = was === now ? now : `${was} → ${now}`;
+  const dropped = after?.dropped ?? [];
+  return dropped.length === 0 ? state : `${state}; drops ${listed(dropped, (text) => name(cut(text, VALUE_MAX)))}`;
 }
 
 function budgetText(state: BudgetState | undefined, units: BudgetUnits): string {
@@ -180,11 +314,20 @@ function budgetText(state: BudgetState | undefined, units: BudgetUnits): string 
 /** Inline code that survives backticks in the text; its line breaks and other hidden characters are shown escaped. */
 function codeSpan(text: string): string {
   const shown = escapeInvisible(text);
-  const fence = "`".repeat(longestBacktickRun(shown) + 1);
+  const fence = "`".repeat(longestBacktickRun([shown]) + 1);
   const pad = shown.startsWith("`") || shown.endsWith("`") ? " " : "";
   return `${fence}${pad}${shown}${pad}${fence}`;
 }
 
-function longestBacktickRun(text: string): number {
-  return Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+/** The longest run of backticks in any of the lines (a loop: a line may hold millions of runs). */
+function longestBacktickRun(lines: readonly string[]): number {
+  let longest = 0;
+  for (const line of lines) {
+    let run = 0;
+    for (let index = line.indexOf("`"); index !== -1; index = line.indexOf("`", index + 1)) {
+      run = index > 0 && line[index - 1] === "`" ? run + 1 : 1;
+      if (run > longest) longest = run;
+    }
+  }
+  return longest;
 }

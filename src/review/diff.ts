@@ -3,11 +3,9 @@
  * and the per-agent comparison of two bundle manifests.
  */
 import { createHash } from "node:crypto";
-import { z } from "zod";
-import { SCHEMA_VERSION } from "../bundle/manifest.js";
 import { stableJson } from "../bundle/parts.js";
 import { compareStrings } from "../compile/diagnostics.js";
-import type { Mode } from "../compile/model.js";
+import type { Placement, ReviewAgent, ReviewManifest, ReviewSkill } from "./manifest.js";
 
 // ---------------------------------------------------------------------------------------------------------
 // Line diff
@@ -98,10 +96,22 @@ export interface UnifiedDiffOptions {
   context?: number;
   /** The diff is cut after this many lines, with a note of how many were left out. */
   maxLines?: number;
+  /** Each line of text is cut after this many characters, saying how many it left out. */
+  lineMax?: number;
+}
+
+/** Characters of one line of text that review shows (a diff's line, a description's): a reviewer reads every change, and no one line may push the others out of view. */
+export const LINE_MAX = 1000;
+
+/** `line` cut to `max` characters (not inside a surrogate pair), saying how many it left out. */
+export function cutLine(line: string, max: number): string {
+  if (line.length <= max) return line;
+  const end = max > 0 && line.charCodeAt(max - 1) >= 0xd800 && line.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max;
+  return `${line.slice(0, end)}… (${String(line.length - end).replace(/\B(?=(\d{3})+(?!\d))/g, ",")} more characters)`;
 }
 
 /** A unified-style diff (`---`/`+++` headers, `@@` hunks) of two texts; empty when they are equal. */
-export function unifiedDiff(before: string, after: string, { beforeLabel, afterLabel, context = 3, maxLines = Infinity }: UnifiedDiffOptions): string {
+export function unifiedDiff(before: string, after: string, { beforeLabel, afterLabel, context = 3, maxLines = Infinity, lineMax = Infinity }: UnifiedDiffOptions): string {
   if (before === after) return "";
   const edits = diffLines(splitLines(before), splitLines(after));
   // Line numbers (1-based) in each text where each edit sits.
@@ -131,7 +141,7 @@ export function unifiedDiff(before: string, after: string, { beforeLabel, afterL
     const beforeStart = beforeCount === 0 ? positions[start]!.before - 1 : positions[start]!.before;
     const afterStart = afterCount === 0 ? positions[start]!.after - 1 : positions[start]!.after;
     lines.push(`@@ -${hunkRange(beforeStart, beforeCount)} +${hunkRange(afterStart, afterCount)} @@`);
-    for (const edit of slice) lines.push(`${edit.op === "equal" ? " " : edit.op === "delete" ? "-" : "+"}${edit.line}`);
+    for (const edit of slice) lines.push(`${edit.op === "equal" ? " " : edit.op === "delete" ? "-" : "+"}${cutLine(edit.line, lineMax)}`);
   }
   if (lines.length > maxLines) {
     const omitted = lines.length - maxLines;
@@ -147,66 +157,6 @@ function hunkRange(start: number, count: number): string {
 
 // ---------------------------------------------------------------------------------------------------------
 // Bundle comparison
-
-/**
- * The manifest fields `skills diff` reads; anything else is ignored, so a manifest may grow. `skills diff`
- * reads the manifest alone: sizes come from `agents[id].characters`, never from the prompt files.
- */
-const manifestSchema = z.object({
-  schemaVersion: z.literal(SCHEMA_VERSION, { error: `skills diff reads manifests of schemaVersion ${SCHEMA_VERSION}` }),
-  agents: z.record(
-    z.string(),
-    z.object({
-      format: z.string(),
-      prompt: z.string(),
-      characters: z.object({ prompt: z.number(), catalogue: z.number() }),
-      /** Counted when the config asked for tokens. */
-      tokens: z.object({ encoding: z.string(), prompt: z.number(), catalogue: z.number() }).optional(),
-      /** The agent's limit on its catalogue, in characters or tokens, when the config sets one. */
-      budget: z.union([z.number(), z.object({ tokens: z.number() })]).optional(),
-      skills: z.array(z.object({ name: z.string(), mode: z.enum(["available", "inline"]), file: z.string() })),
-    }),
-  ),
-  skills: z.array(
-    z.object({
-      file: z.string(),
-      description: z.string(),
-      location: z.string(),
-      body: z.string(),
-      fields: z.record(z.string(), z.unknown()),
-      extra: z.record(z.string(), z.unknown()),
-      files: z.array(z.object({ path: z.string(), sha256: z.string() })),
-    }),
-  ),
-  hashes: z.object({ outputs: z.record(z.string(), z.string()) }),
-});
-
-export type Manifest = z.output<typeof manifestSchema>;
-
-/** A manifest that `skills diff` cannot read. */
-export class ManifestError extends Error {
-  override name = "ManifestError";
-}
-
-/** Validates parsed manifest JSON; `label` names it in the error. */
-export function parseManifest(value: unknown, label: string): Manifest {
-  const parsed = manifestSchema.safeParse(value);
-  if (parsed.success) {
-    const files = new Set(parsed.data.skills.map((skill) => skill.file));
-    for (const [id, agent] of Object.entries(parsed.data.agents)) {
-      if (typeof agent.budget === "object" && !agent.tokens) throw new ManifestError(`${label}: agents.${id} has a budget in tokens but no token counts`);
-      const unknown = agent.skills.find((skill) => !files.has(skill.file));
-      if (unknown) throw new ManifestError(`${label}: agents.${id} lists ${unknown.file}, which is not among the manifest's skills`);
-    }
-    return parsed.data;
-  }
-  const issue = parsed.error.issues[0]!;
-  const path = issue.path.map((segment) => (typeof segment === "number" ? `[${segment}]` : `.${String(segment)}`)).join("").replace(/^\./, "");
-  throw new ManifestError(`${label}: ${path || "(manifest)"}: ${issue.message.replace(/^Invalid input: /, "")}. Is it a skillbake manifest.json? Rebuild it with \`skills build\`.`);
-}
-
-/** A bundle that does not exist: every agent in the other one is new. */
-export const EMPTY_MANIFEST: Manifest = { schemaVersion: SCHEMA_VERSION, agents: {}, skills: [], hashes: { outputs: {} } };
 
 /** Estimated tokens: characters ÷ 4, rounded up. A rule of thumb for English prose, not a tokenizer. */
 export function estimateTokens(characters: number): number {
@@ -226,26 +176,55 @@ export interface BudgetState {
   /** Size of the catalogue, in `unit`. */
   catalogue: number;
   unit: "characters" | "tokens";
+  /** The skills the budget dropped from the catalogue, by name, in prompt order. */
+  dropped: string[];
 }
 
 /** Lines of a changed body's diff that `skills diff` shows: the prompt text a reviewer reads, kept to a comment's size. */
 export const BODY_DIFF_LINES = 60;
 
+/**
+ * The frontmatter fields that change what the model may do with a skill, or whether it sees it: the diff shows
+ * their values, old → new. Other fields are named.
+ */
+export const PERMISSION_FIELDS = ["allowed-tools", "disable-model-invocation", "user-invocable", "context", "agent", "model"] as const;
+
+export interface SkillRef {
+  name: string;
+  file: string;
+  placement: Placement;
+}
+
+/** Why a skill is no longer the agent's: its `allow` list left it out, or it failed a rule that skips it. */
+export type RemovalReason = { by: "allow" } | { by: "failed"; code: string; message: string };
+
+export interface FieldChange {
+  field: string;
+  /** Absent: the field was not set on that side. */
+  before?: unknown;
+  after?: unknown;
+}
+
 export interface AgentDiff {
   id: string;
   /** `added` / `removed`: the agent exists on one side only. */
   status: "added" | "removed" | "changed" | "unchanged";
-  added: { name: string; mode: Mode; file: string }[];
-  removed: { name: string; mode: Mode; file: string }[];
-  moved: { name: string; from: Mode; to: Mode }[];
+  added: SkillRef[];
+  removed: (SkillRef & { reason?: RemovalReason })[];
+  /** Moved between the catalogue (`listed`), `inline`, `hidden` (disable-model-invocation) and `dropped` by the budget. */
+  moved: { name: string; file: string; from: Placement; to: Placement }[];
   descriptions: { name: string; before: string; after: string }[];
   /** Hashes are sha256 of the body text; `diff` is a unified diff of the body, cut after `BODY_DIFF_LINES` lines. */
   bodies: { name: string; before: string; after: string; linesAdded: number; linesRemoved: number; diff: string }[];
   locations: { name: string; before: string; after: string }[];
   /** The skill folder's other files (references, scripts…) added, removed or changed, by path in the folder. */
   resources: { name: string; added: string[]; removed: string[]; changed: string[] }[];
-  /** Frontmatter fields (typed or `extra`) added, removed or changed. */
-  fields: { name: string; changed: string[] }[];
+  /** Frontmatter fields (typed or `extra`) added, removed or changed, with their values. */
+  fields: { name: string; changes: FieldChange[] }[];
+  /** The agent's context files added, removed or changed (by sha256, where both manifests record it). */
+  context: { added: string[]; removed: string[]; changed: string[] };
+  /** With `catalogue: "tool"`: the skill tool's description, which the model reads instead of a catalogue. */
+  toolDescription?: { before?: string; after?: string };
   format?: { before: string; after: string };
   prompt: { before: PromptSize; after: PromptSize; changed: boolean };
   budget: { before?: BudgetState; after?: BudgetState };
@@ -253,63 +232,50 @@ export interface AgentDiff {
 
 export interface BundleDiff {
   changed: boolean;
-  /** The encoding both bundles counted every agent's tokens in; absent: tokens are estimated from characters. */
+  /** The encoding every agent's tokens are counted in; absent: tokens are estimated from characters. */
   tokenEncoding?: string;
+  /** Why tokens are estimated, when they are. */
+  tokenEstimate?: string;
   /** Every agent of either side, by id. */
   agents: AgentDiff[];
 }
 
-/** What changed for each agent between two bundles. */
-export function diffBundles(before: Manifest, after: Manifest): BundleDiff {
-  const ids = [...new Set([...Object.keys(before.agents), ...Object.keys(after.agents)])].sort(compareStrings);
-  // Counts of two encodings (or counts against estimates) would compare unlike things: then both sides are estimated.
-  const encodings = new Set([...Object.values(before.agents), ...Object.values(after.agents)].map((agent) => agent.tokens?.encoding));
-  const tokenEncoding = encodings.size === 1 ? [...encodings][0] : undefined;
-  const agents = ids.map((id) => diffAgent(id, agentView(before, id), agentView(after, id), tokenEncoding !== undefined));
-  return { changed: agents.some((agent) => agent.status !== "unchanged"), ...(tokenEncoding === undefined ? {} : { tokenEncoding }), agents };
+/** Tokens of each agent's prompt on each side, counted in one encoding (see load.ts). */
+export interface PromptTokens {
+  encoding: string;
+  before: ReadonlyMap<string, number>;
+  after: ReadonlyMap<string, number>;
 }
 
-interface SkillView {
-  name: string;
-  mode: Mode;
-  file: string;
-  description: string;
-  location: string;
-  body: string;
-  fields: Record<string, unknown>;
-  /** sha256 of each file of the skill folder but SKILL.md, by path. */
-  resources: Map<string, string>;
-}
-
-interface AgentView {
-  format: string;
-  characters: { prompt: number; catalogue: number };
-  tokens?: { prompt: number; catalogue: number };
-  budget?: number | { tokens: number };
-  promptHash: string;
-  /** By name; a name selected from several sources pairs up in order (`name`, `name#2`, …). */
-  skills: Map<string, SkillView>;
-}
-
-const EMPTY_PROMPT_HASH = sha256("");
-
-function agentView(manifest: Manifest, id: string): AgentView | undefined {
-  const agent = manifest.agents[id];
-  if (!agent) return undefined;
-  const byFile = new Map(manifest.skills.map((skill) => [skill.file, skill]));
-  const skills = new Map<string, SkillView>();
-  for (const entry of agent.skills) {
-    const skill = byFile.get(entry.file)!; // parseManifest checked it is there
-    let key = entry.name;
-    for (let n = 2; skills.has(key); n++) key = `${entry.name}#${n}`;
-    const resources = new Map(skill.files.filter((file) => file.path !== "SKILL.md").map((file) => [file.path, file.sha256]));
-    skills.set(key, { ...entry, description: skill.description, location: skill.location, body: skill.body, fields: { ...skill.fields, ...skill.extra }, resources });
+/**
+ * What changed for each agent between two bundles. `tokens`: the prompts counted; without, the manifests' own counts
+ * when every agent of both recorded them in one encoding, else estimates (`estimate` says why).
+ */
+export function diffBundles(before: ReviewManifest, after: ReviewManifest, tokens?: PromptTokens | { estimate: string }): BundleDiff {
+  const ids = [...new Set([...before.agents.keys(), ...after.agents.keys()])].sort(compareStrings);
+  let counts: PromptTokens | undefined = tokens && "encoding" in tokens ? tokens : undefined;
+  if (!tokens) {
+    // Counts of two encodings (or counts against estimates) would compare unlike things: then both sides are estimated.
+    const encodings = new Set([...before.agents.values(), ...after.agents.values()].map((agent) => agent.tokens?.encoding));
+    const [encoding] = encodings;
+    if (encodings.size === 1 && encoding !== undefined) counts = { encoding, before: recordedTokens(before), after: recordedTokens(after) };
   }
-  return { format: agent.format, characters: agent.characters, tokens: agent.tokens, budget: agent.budget, promptHash: manifest.hashes.outputs[agent.prompt] ?? EMPTY_PROMPT_HASH, skills };
+  const agents = ids.map((id) => diffAgent(id, before.agents.get(id), after.agents.get(id), after.failed, counts));
+  const changed = agents.some((agent) => agent.status !== "unchanged");
+  if (counts) return { changed, tokenEncoding: counts.encoding, agents };
+  return { changed, tokenEstimate: tokens && "estimate" in tokens ? tokens.estimate : "the bundles do not record token counts in one encoding", agents };
 }
 
-function diffAgent(id: string, before: AgentView | undefined, after: AgentView | undefined, counted: boolean): AgentDiff {
-  const diff: AgentDiff = {
+function recordedTokens(manifest: ReviewManifest): Map<string, number> {
+  return new Map([...manifest.agents].map(([id, agent]) => [id, agent.tokens?.prompt ?? 0]));
+}
+
+function emptyAgentDiff(id: string, before: ReviewAgent | undefined, after: ReviewAgent | undefined, counts: PromptTokens | undefined): AgentDiff {
+  const size = (agent: ReviewAgent | undefined, side: ReadonlyMap<string, number> | undefined): PromptSize => {
+    const characters = agent?.characters.prompt ?? 0;
+    return { characters, tokens: !agent ? 0 : side ? (side.get(id) ?? 0) : estimateTokens(characters) };
+  };
+  return {
     id,
     status: "unchanged",
     added: [],
@@ -320,71 +286,85 @@ function diffAgent(id: string, before: AgentView | undefined, after: AgentView |
     locations: [],
     resources: [],
     fields: [],
+    context: { added: [], removed: [], changed: [] },
     prompt: {
-      before: promptSize(before, counted),
-      after: promptSize(after, counted),
+      before: size(before, counts?.before),
+      after: size(after, counts?.after),
       changed: (before?.promptHash ?? EMPTY_PROMPT_HASH) !== (after?.promptHash ?? EMPTY_PROMPT_HASH),
     },
     budget: { before: budgetState(before), after: budgetState(after) },
   };
-  const beforeSkills = before?.skills ?? new Map<string, SkillView>();
-  const afterSkills = after?.skills ?? new Map<string, SkillView>();
+}
+
+const EMPTY_PROMPT_HASH = sha256("");
+
+function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAgent | undefined, failed: ReviewManifest["failed"], counts: PromptTokens | undefined): AgentDiff {
+  const diff = emptyAgentDiff(id, before, after, counts);
+  const beforeSkills = before?.skills ?? new Map<string, ReviewSkill>();
+  const afterSkills = after?.skills ?? new Map<string, ReviewSkill>();
   for (const [key, old] of beforeSkills) {
-    if (!afterSkills.has(key)) diff.removed.push({ name: old.name, mode: old.mode, file: old.file });
+    if (afterSkills.has(key)) continue;
+    // An agent that is gone takes its skills with it: no reason of their own.
+    const failure = after ? failed.get(old.file) : undefined;
+    const reason: RemovalReason | undefined = after?.notAllowed.has(old.file) ? { by: "allow" } : failure ? { by: "failed", ...failure } : undefined;
+    diff.removed.push({ name: old.name, file: old.file, placement: old.placement, ...(reason ? { reason } : {}) });
   }
   for (const [key, now] of afterSkills) {
     const old = beforeSkills.get(key);
-    if (!old) {
-      diff.added.push({ name: now.name, mode: now.mode, file: now.file });
-      continue;
-    }
-    const name = now.name;
-    if (old.mode !== now.mode) diff.moved.push({ name, from: old.mode, to: now.mode });
-    if (old.description !== now.description) diff.descriptions.push({ name, before: old.description, after: now.description });
-    if (old.body !== now.body) {
-      const { added, removed } = countLineChanges(old.body, now.body);
-      const lines = unifiedDiff(old.body, now.body, { beforeLabel: `${name} (before)`, afterLabel: `${name} (after)`, maxLines: BODY_DIFF_LINES });
-      diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed, diff: lines });
-    }
-    if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
-    const resources = resourceChanges(old.resources, now.resources);
-    if (resources.added.length + resources.removed.length + resources.changed.length > 0) diff.resources.push({ name, ...resources });
-    const changedFields = [...new Set([...Object.keys(old.fields), ...Object.keys(now.fields)])]
-      .filter((field) => field !== "name" && field !== "description" && stableJson(old.fields[field]) !== stableJson(now.fields[field]))
-      .sort(compareStrings);
-    if (changedFields.length > 0) diff.fields.push({ name, changed: changedFields });
+    if (!old) diff.added.push({ name: now.name, file: now.file, placement: now.placement });
+    else diffSkill(diff, old, now);
   }
-  const changes = [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields];
-  for (const list of changes) list.sort((a, b) => compareStrings(a.name, b.name));
-  if (before && after && before.format !== after.format) diff.format = { before: before.format, after: after.format };
+  const lists = [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields];
+  for (const list of lists) list.sort((a, b) => compareStrings(a.name, b.name));
+  if (before && after) {
+    if (before.format !== after.format) diff.format = { before: before.format, after: after.format };
+    diff.context = mapChanges(before.context, after.context);
+    if (before.toolDescription !== after.toolDescription) diff.toolDescription = { ...(before.toolDescription === undefined ? {} : { before: before.toolDescription }), ...(after.toolDescription === undefined ? {} : { after: after.toolDescription }) };
+  }
   const budgetChanged = stableJson(diff.budget.before ?? null) !== stableJson(diff.budget.after ?? null);
-  const anyChange =
-    diff.prompt.changed ||
-    budgetChanged ||
-    diff.format !== undefined ||
-    changes.some((list) => list.length > 0);
+  const contextChanged = diff.context.added.length + diff.context.removed.length + diff.context.changed.length > 0;
+  const anyChange = diff.prompt.changed || budgetChanged || contextChanged || diff.format !== undefined || diff.toolDescription !== undefined || lists.some((list) => list.length > 0);
   diff.status = !before ? "added" : !after ? "removed" : anyChange ? "changed" : "unchanged";
   return diff;
 }
 
-function resourceChanges(before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): { added: string[]; removed: string[]; changed: string[] } {
-  const paths = (filter: (path: string) => boolean, from: ReadonlyMap<string, string>) => [...from.keys()].filter(filter).sort(compareStrings);
+function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill): void {
+  const name = now.name;
+  if (old.placement !== now.placement) diff.moved.push({ name, file: now.file, from: old.placement, to: now.placement });
+  if (old.description !== now.description) diff.descriptions.push({ name, before: old.description, after: now.description });
+  if (old.body !== now.body) {
+    const { added, removed } = countLineChanges(old.body, now.body);
+    const lines = unifiedDiff(old.body, now.body, { beforeLabel: `${name} (before)`, afterLabel: `${name} (after)`, maxLines: BODY_DIFF_LINES, lineMax: LINE_MAX });
+    diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed, diff: lines });
+  }
+  if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
+  const resources = mapChanges(old.resources, now.resources);
+  if (resources.added.length + resources.removed.length + resources.changed.length > 0) diff.resources.push({ name, ...resources });
+  const changes: FieldChange[] = [];
+  for (const field of [...new Set([...old.fields.keys(), ...now.fields.keys()])].sort(compareStrings)) {
+    if (field === "name" || field === "description") continue;
+    const [was, is] = [old.fields.get(field), now.fields.get(field)];
+    if (old.fields.has(field) === now.fields.has(field) && (was === is || (typeof was === "object" && typeof is === "object" && stableJson(was) === stableJson(is)))) continue;
+    changes.push({ field, ...(old.fields.has(field) ? { before: was } : {}), ...(now.fields.has(field) ? { after: is } : {}) });
+  }
+  if (changes.length > 0) diff.fields.push({ name, changes });
+}
+
+/** Keys added, removed, or whose value changed (an unknown value on either side counts as unchanged). */
+function mapChanges<T>(before: ReadonlyMap<string, T>, after: ReadonlyMap<string, T>): { added: string[]; removed: string[]; changed: string[] } {
+  const keys = (from: ReadonlyMap<string, T>, keep: (key: string) => boolean) => [...from.keys()].filter(keep).sort(compareStrings);
   return {
-    added: paths((path) => !before.has(path), after),
-    removed: paths((path) => !after.has(path), before),
-    changed: paths((path) => before.has(path) && before.get(path) !== after.get(path), after),
+    added: keys(after, (key) => !before.has(key)),
+    removed: keys(before, (key) => !after.has(key)),
+    changed: keys(after, (key) => before.has(key) && before.get(key) !== undefined && after.get(key) !== undefined && before.get(key) !== after.get(key)),
   };
 }
 
-function promptSize(agent: AgentView | undefined, counted: boolean): PromptSize {
-  const characters = agent?.characters.prompt ?? 0;
-  return { characters, tokens: counted ? (agent?.tokens?.prompt ?? 0) : estimateTokens(characters) };
-}
-
-function budgetState(agent: AgentView | undefined): BudgetState | undefined {
+function budgetState(agent: ReviewAgent | undefined): BudgetState | undefined {
   if (agent?.budget === undefined) return undefined;
-  if (typeof agent.budget === "number") return { limit: agent.budget, catalogue: agent.characters.catalogue, unit: "characters" };
-  return { limit: agent.budget.tokens, catalogue: agent.tokens!.catalogue, unit: "tokens" }; // parseManifest checked the counts are there
+  const dropped = [...agent.skills.values()].filter((skill) => skill.placement === "dropped").map((skill) => skill.name);
+  if (typeof agent.budget === "number") return { limit: agent.budget, catalogue: agent.characters.catalogue, unit: "characters", dropped };
+  return { limit: agent.budget.tokens, catalogue: agent.tokens!.catalogue, unit: "tokens", dropped }; // parseManifest checked the counts are there
 }
 
 function sha256(text: string): string {

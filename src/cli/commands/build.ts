@@ -1,4 +1,3 @@
-import { appendFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
 import type { FileFixes } from "../../lint/files.js";
@@ -19,7 +18,7 @@ import {
   type OutputFormat,
 } from "../report.js";
 import { didYouMean } from "../../compile/suggest.js";
-import { failureMessage, UsageError, write, writeJson, writeWorkflowCommands, type Command, type CommandIO, type FlagValues } from "./command.js";
+import { appendStepSummary, failureMessage, UsageError, write, writeJson, writeWorkflowCommands, type Command, type CommandIO, type FlagValues } from "./command.js";
 
 const COMMON_HELP = `  --config FILE      config file (default: skills.config.{ts,mts,js,mjs,json} in the current folder)
   --strict           warnings fail the run too
@@ -116,17 +115,6 @@ async function reportConfigError(command: string, error: ConfigError, io: Comman
   if (format === "github") writeWorkflowCommands(io.stderr, formatGithub(annotations));
   if (format === "sarif") writeJson(io.stdout, formatSarif(annotations));
   await appendStepSummary(io, formatStepSummary(`skills ${command}: config error`, annotations));
-}
-
-/** Under GitHub Actions, adds to the job's summary page; a failure to do so is one line, not a failed run. */
-async function appendStepSummary(io: CommandIO, markdown: string): Promise<void> {
-  const path = io.env.GITHUB_STEP_SUMMARY;
-  if (io.env.GITHUB_ACTIONS !== "true" || !path) return;
-  try {
-    await appendFile(path, `${markdown}\n\n`);
-  } catch (error) {
-    write(io.stderr, `skills: cannot append the job summary to ${escapeInvisible(path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
 }
 
 /** `build --check` found stale files: an annotation on each, at its path in the bundle. */

@@ -1,9 +1,10 @@
+import { appendFile } from "node:fs/promises";
 import type { ParseArgsConfig } from "node:util";
 import { OutputError } from "../../bundle/emit.js";
 import { BundleError } from "../../bundle/served.js";
 import { ConfigError } from "../../compile/config.js";
 import { describeSystemError, FileSystemError, isSystemError } from "../../compile/fs-error.js";
-import { escapeWorkflowCommands, escapeWorkflowCommandsInJson } from "../../compile/terminal.js";
+import { escapeInvisible, escapeWorkflowCommands, escapeWorkflowCommandsInJson } from "../../compile/terminal.js";
 
 export interface CommandIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -64,4 +65,15 @@ function writeRaw(stream: NodeJS.WritableStream, text: string): void {
 export function failureMessage(error: unknown): string | undefined {
   if (error instanceof ConfigError || error instanceof OutputError || error instanceof FileSystemError || error instanceof BundleError || error instanceof MissingDependencyError) return error.message;
   return isSystemError(error) ? describeSystemError(error) : undefined;
+}
+
+/** Under GitHub Actions, adds to the job's summary page; a failure to do so is one line, not a failed run. */
+export async function appendStepSummary(io: CommandIO, markdown: string): Promise<void> {
+  const path = io.env.GITHUB_STEP_SUMMARY;
+  if (io.env.GITHUB_ACTIONS !== "true" || !path) return;
+  try {
+    await appendFile(path, `${markdown}\n\n`);
+  } catch (error) {
+    write(io.stderr, `skills: cannot append the job summary to ${escapeInvisible(path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
 }

@@ -1,100 +1,74 @@
-import { constants } from "node:fs";
-import { lstat, open } from "node:fs/promises";
-import { join, resolve } from "node:path";
-import { diffBundles, EMPTY_MANIFEST, ManifestError, parseManifest, type Manifest } from "../../review/diff.js";
-import { formatDiffJson, formatDiffMarkdown, formatDiffPretty, type DiffFormat } from "../../review/diff-format.js";
+import { diffBundles } from "../../review/diff.js";
+import { COMMENT_LIMIT, formatDiffJson, formatDiffMarkdown, formatDiffPretty, SUMMARY_LIMIT_BYTES, type DiffFormat } from "../../review/diff-format.js";
+import { countPromptTokens, loadBundle } from "../../review/load.js";
+import { EMPTY_MANIFEST, ManifestError } from "../../review/manifest.js";
 import { escapeInvisible, styleFor } from "../../compile/terminal.js";
-import { UsageError, write, writeJson, type Command } from "./command.js";
+import { appendStepSummary, UsageError, write, writeJson, type Command, type CommandIO } from "./command.js";
 
 const FORMATS: readonly DiffFormat[] = ["pretty", "markdown", "json"];
 
 export const diffCommand: Command = {
   name: "diff",
   summary: "show how each agent's prompt changed between two bundles",
-  help: `Usage: skills diff BEFORE AFTER [--format pretty|markdown|json] [--exit-code]
+  help: `Usage: skills diff BEFORE AFTER [--format pretty|markdown|json] [--exit-code] [--estimate-tokens] [--allow-missing-before]
 
-Compares two bundles agent by agent: skills added, removed or moved between available and inline,
-changed descriptions (old → new), changed bodies (a diff of their lines, cut after 60), other frontmatter,
-location changes, files beside a skill added, removed or changed, prompt characters and estimated
-tokens before → after, and the budget.
+Compares two bundles agent by agent: skills added or removed (and why: the agent's \`allow\`, a skill that
+failed a rule), dropped from the catalogue by the budget or restored to it, moved between the catalogue,
+inline and hidden (disable-model-invocation); changed descriptions (old → new) and bodies (a diff of their
+lines, cut after 60); the old and new values of allowed-tools, disable-model-invocation, user-invocable,
+context, agent and model, and the names of other frontmatter fields that changed; locations; files beside a
+skill; context files; the skill tool's description; prompt characters and tokens before → after; the budget
+and the skills it drops.
 
-BEFORE and AFTER are each a bundle folder (an outDir) or its manifest.json; only the manifest is read.
-A path that does not exist is an empty bundle, so a new agent or a first bundle shows as added.
-Tokens are estimated as characters ÷ 4, rounded up; they are not a tokenizer's count.
+BEFORE and AFTER are each a bundle folder (an outDir) or its manifest.json. Tokens are counted with the
+encoding the bundles record, else o200k_base, from each bundle's prompts/<agent>.txt.
 
 Options:
-  --format FORMAT    pretty (default) | markdown (for a pull-request comment) | json
-  --exit-code        exit 1 when anything changed (default: exit 0 either way)
+  --format FORMAT          pretty (default) | markdown (a pull-request comment, under GitHub's 65,536-character
+                           limit) | json
+  --exit-code              exit 1 when anything changed (default: exit 0 either way)
+  --estimate-tokens        estimate tokens as characters ÷ 4 instead of counting them
+  --allow-missing-before   a BEFORE that does not exist is an empty bundle (a first bundle, or a base branch
+                           that does not build yet): every agent shows as new
+
+Under GitHub Actions the markdown comparison is also appended to the job summary (up to 900 KB), which holds
+what a comment has no room for.
 
 Examples:
   skills diff base/dist/skills dist/skills
   skills diff before.json dist/skills/manifest.json --format markdown > comment.md
-  skills diff "$RUNNER_TEMP/before" "$RUNNER_TEMP/after" --exit-code`,
-  options: { format: { type: "string" }, "exit-code": { type: "boolean" } },
+  skills diff "$RUNNER_TEMP/before" "$RUNNER_TEMP/after" --exit-code --allow-missing-before`,
+  options: { format: { type: "string" }, "exit-code": { type: "boolean" }, "estimate-tokens": { type: "boolean" }, "allow-missing-before": { type: "boolean" } },
   maxPositionals: 2,
   async run(values, positionals, io) {
     const format = (values.format ?? "pretty") as DiffFormat;
     if (!FORMATS.includes(format)) throw new UsageError(`--format must be pretty, markdown or json (got "${String(values.format)}")`);
     if (positionals.length < 2) throw new UsageError("give two bundles to compare: skills diff BEFORE AFTER");
     const [beforePath, afterPath] = positionals as [string, string];
-    let before: Manifest | undefined;
-    let after: Manifest | undefined;
+    let diff;
     try {
       // One after the other, so a problem with BEFORE is always the one reported.
-      before = await loadManifest(resolve(io.cwd, beforePath), beforePath);
-      after = await loadManifest(resolve(io.cwd, afterPath), afterPath);
+      const before = loadBundle(io.cwd, beforePath, { allowMissing: values["allow-missing-before"] === true });
+      const after = loadBundle(io.cwd, afterPath)!;
+      const tokens = values["estimate-tokens"] === true ? { estimate: "--estimate-tokens" } : await countPromptTokens(before, after);
+      diff = diffBundles(before?.manifest ?? EMPTY_MANIFEST, after.manifest, tokens);
     } catch (error) {
       if (!(error instanceof ManifestError)) throw error;
       write(io.stderr, `skills diff: ${escapeInvisible(error.message)}`);
       return 2;
     }
-    if (!before && !after) {
-      write(io.stderr, `skills diff: neither ${beforePath} nor ${afterPath} exists; give at least one bundle folder or manifest.json`);
-      return 2;
-    }
-    const diff = diffBundles(before ?? EMPTY_MANIFEST, after ?? EMPTY_MANIFEST);
     if (format === "json") writeJson(io.stdout, formatDiffJson(diff));
-    else if (format === "markdown") write(io.stdout, formatDiffMarkdown(diff));
+    else if (format === "markdown") write(io.stdout, formatDiffMarkdown(diff, { limit: COMMENT_LIMIT, ...(summaryUrl(io) ? { rest: summaryUrl(io) } : {}) }));
     else write(io.stdout, formatDiffPretty(diff, { before: beforePath, after: afterPath }, styleFor(io.stdout, io.env)));
+    await appendStepSummary(io, formatDiffMarkdown(diff, { limit: SUMMARY_LIMIT_BYTES, bytes: true }));
     return values["exit-code"] === true && diff.changed ? 1 : 0;
   },
 };
 
-/**
- * The manifest of a bundle folder or a manifest.json path; undefined when nothing is there. A pull request may
- * commit either: a link is not followed (it could lead out of the project) and only a regular file is read.
- */
-async function loadManifest(path: string, label: string): Promise<Manifest | undefined> {
-  const stats = await lstat(path).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return undefined;
-    throw new ManifestError(`${label}: ${error.message}`);
-  });
-  if (!stats) return undefined;
-  if (stats.isSymbolicLink()) throw new ManifestError(`${label} is a symlink; not followed. Give the bundle folder or manifest.json it points to.`);
-  const file = stats.isDirectory() ? join(path, "manifest.json") : path;
-  const shown = stats.isDirectory() ? join(label, "manifest.json") : label;
-  const notAFile = `${shown} is not a regular file; give a bundle folder (an outDir) or a manifest.json`;
-  let text: string;
-  try {
-    // Non-blocking: a FIFO or a device would be read forever (or block until something writes to it).
-    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-    try {
-      if (!(await handle.stat()).isFile()) throw new ManifestError(notAFile);
-      text = await handle.readFile("utf8");
-    } finally {
-      await handle.close();
-    }
-  } catch (error) {
-    if (error instanceof ManifestError) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new ManifestError(`${label} is a folder without a manifest.json; give a bundle folder (an outDir) or a manifest.json`);
-    if (code === "ELOOP") throw new ManifestError(`${shown} is a symlink; not followed. Give the bundle folder or manifest.json it points to.`);
-    throw new ManifestError(`${shown}: ${(error as Error).message}`);
-  }
-  try {
-    return parseManifest(JSON.parse(text), shown);
-  } catch (error) {
-    if (error instanceof SyntaxError) throw new ManifestError(`${shown}: not valid JSON (${error.message})`);
-    throw error;
-  }
+/** The page of this workflow run, where its job summary is, when running under GitHub Actions. */
+function summaryUrl(io: CommandIO): string | undefined {
+  const { GITHUB_ACTIONS, GITHUB_STEP_SUMMARY, GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_RUN_ID } = io.env;
+  if (GITHUB_ACTIONS !== "true" || !GITHUB_STEP_SUMMARY) return undefined;
+  if (!/^https:\/\/[\w.-]+(:\d+)?$/.test(GITHUB_SERVER_URL ?? "") || !/^[\w.-]+\/[\w.-]+$/.test(GITHUB_REPOSITORY ?? "") || !/^\d+$/.test(GITHUB_RUN_ID ?? "")) return "the job summary of this run";
+  return `${GITHUB_SERVER_URL}/${GITHUB_REPOSITORY}/actions/runs/${GITHUB_RUN_ID}`;
 }

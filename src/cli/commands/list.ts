@@ -13,6 +13,7 @@ export const listCommand: Command = {
 Compiles the config in memory (writing nothing) and prints, per agent, each skill it sees: its
 name, mode (available: listed in the catalogue; inline: whole body in the prompt), source root,
 description characters and flags (hidden: disable-model-invocation, left out of the catalogue;
+dropped by the budget: available, but left out of the catalogue to keep it within the agent's budget;
 not user-invocable: user-invocable: false), and the catalogue's characters against the agent's
 budget; with \`tokens\` in the config (or a budget in tokens), the prompt's and the catalogue's
 tokens too, labelled with their encoding. Skills with errors are left out; run \`skills check\`
@@ -75,6 +76,8 @@ interface AgentListing {
     descriptionCharacters: number;
     /** `disable-model-invocation: true`: left out of the catalogue. */
     hidden: boolean;
+    /** Available, but left out of the catalogue by the agent's budget (still invoked by name). */
+    dropped: boolean;
     userInvocable: boolean;
   }[];
 }
@@ -96,6 +99,7 @@ function listAgent(agent: CompiledAgent, result: CheckResult): AgentListing {
       file: skill.file,
       descriptionCharacters: skill.description.length,
       hidden: skill.fields["disable-model-invocation"] === true,
+      dropped: skill.mode === "available" && !skill.listed && skill.fields["disable-model-invocation"] !== true,
       userInvocable: skill.fields["user-invocable"] !== false,
     })),
   };
@@ -118,7 +122,7 @@ function formatAgent(agent: AgentListing): string {
       skill.mode,
       escapeInvisible(skill.root),
       `${skill.descriptionCharacters} chars`,
-      [skill.hidden ? "hidden" : "", skill.userInvocable ? "" : "not user-invocable"].filter(Boolean).join(", "),
+      [skill.hidden ? "hidden" : "", skill.dropped ? "dropped by the budget" : "", skill.userInvocable ? "" : "not user-invocable"].filter(Boolean).join(", "),
     ]),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
