@@ -98,7 +98,7 @@ const steps = {
     if (wanted === "false") return;
     if (wanted === "auto") {
       const tracked = git(["ls-files", "-z", "--", "manifest.json", "*/manifest.json"]).stdout.split("\0").filter(Boolean);
-      const bundles = tracked.filter((path) => /^\{\s*"\$schema":\s*"[^"]*\/skillbake@/.test(head(path)));
+      const bundles = tracked.filter((path) => /^\{\s*"\$schema":\s*"[^"]*skillbake[^"]*manifest\.schema\.json"/.test(head(path)));
       if (bundles.length === 0) return;
     }
     const { code } = await skills(["build", "--check", ...configArgs(), "--format", "pretty"], { summary: false });
