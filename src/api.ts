@@ -1,6 +1,6 @@
 import { closeSync, lstatSync, readFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
@@ -12,7 +12,9 @@ import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { LINE_MAX, unifiedDiff } from "./review/diff.js";
 import { fixFiles, fixTargets, type FileFixes } from "./lint/files.js";
-import { compareBundle, hashBundleFile, linkBelow, openBundleFile, OutputError, writeBundle } from "./bundle/emit.js";
+import { compareBundle, hashBundleFile, linkBelow, openBundleFile, OutputError, writeBundle, writePublished } from "./bundle/emit.js";
+import { publishedFolders, type PublishedFolder } from "./bundle/well-known.js";
+import { sha256Hex } from "./compile/resources.js";
 
 export interface CheckOptions {
   /** Config file; found in `cwd` when omitted. */
@@ -134,9 +136,13 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     }
     const bundle = bundleOf(result);
     const copies = stagedCopies(result);
-    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, dirname(result.config.file), bundle, copies)) };
+    const published = publishedFolders(result);
+    if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, dirname(result.config.file), bundle, copies, published)) };
     const places = await writeBundle(outDir, bundle, copies, result.config, cache.bundle);
-    cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places);
+    await writePublished(published, result.config, outDir);
+    // A published folder is recorded by its own path: the folders above it (the user's) change for other reasons.
+    const publishedPaths = published.flatMap((folder) => [folder.dir, ...folder.files.map((file) => join(folder.dir, file.path))].map((path) => relative(outDir, path)));
+    cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places, publishedPaths);
     if (!session) saveSnapshot(result, cache);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
@@ -256,7 +262,7 @@ const STALE_DIFF_LINES = 40;
  * Compares a fresh bundle with the one in `outDir`; reads only, and only regular files below it (see `openBundleFile`),
  * reached from the config's folder through folders alone (a pull request may commit a link in place of `dist`).
  */
-async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle, copies: readonly StagedCopy[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
+async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle, copies: readonly StagedCopy[], published: readonly PublishedFolder[]): Promise<Pick<BuildResult, "stale" | "staleDiff">> {
   const link = lstatSync(outDir, { throwIfNoEntry: false })?.isSymbolicLink() ? outDir : linkBelow(configDir, outDir);
   if (link !== undefined) throw new OutputError(`${link} is a symbolic link; not followed. Set \`outDir\` to the folder it points to.`);
   const stale: StaleFile[] = [];
@@ -273,6 +279,18 @@ async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle
   }
   const expected = new Set([...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
   for (const path of await listFiles(outDir)) if (!expected.has(path)) stale.push({ path, state: "extra" });
+  // Published folders are compared by hash too (archives are binary), and named relative to the outDir as the rest.
+  for (const folder of published) {
+    const named = (path: string) => relative(outDir, join(folder.dir, path));
+    for (const file of folder.files) {
+      const existing = hashBundleFile(folder.dir, file.path);
+      if ("missing" in existing) stale.push({ path: named(file.path), state: "missing" });
+      else if ("notFollowed" in existing) stale.push({ path: named(file.path), state: "changed", notFollowed: existing.notFollowed });
+      else if (existing.sha256 !== sha256Hex(file.bytes())) stale.push({ path: named(file.path), state: "changed" });
+    }
+    const files = new Set(folder.files.map((file) => file.path));
+    for (const path of await listFiles(folder.dir)) if (!files.has(path)) stale.push({ path: named(path), state: "extra" });
+  }
   stale.sort((a, b) => compareStrings(a.path, b.path));
 
   // A missing file is listed, not diffed: its whole text would say nothing the listing does not. Only a file of

@@ -74,6 +74,21 @@ describe("skillbake/vite", () => {
     expect(JSON.parse(stdout)).toEqual(await builtPrompts(dir));
   });
 
+  it("writes an agent's published folder on `vite build`, the bytes `skills build` writes", async () => {
+    const dir = await project();
+    const config = JSON.parse(await readFile(join(dir, "skills.config.json"), "utf8"));
+    config.agents.coding.publish = { wellKnown: "public" };
+    await writeFile(join(dir, "skills.config.json"), JSON.stringify(config));
+    const built = await viteBuild(dir);
+    expect(built.code, built.output).toBe(0);
+    const index = await readFile(join(dir, "public/.well-known/agent-skills/index.json"), "utf8");
+    expect(JSON.parse(index).skills.map((skill: { name: string }) => skill.name)).toEqual(["alpha", "beta"]);
+    expect((await runCli(["build", "--check"], { cwd: dir })).stderr).not.toContain("agent-skills");
+    await rm(join(dir, "public"), { recursive: true });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect(await readFile(join(dir, "public/.well-known/agent-skills/index.json"), "utf8")).toBe(index);
+  });
+
   it("fails `vite build` with the error at file:line:col, as `skills check` prints it", async () => {
     const dir = await project();
     await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN);

@@ -1,6 +1,7 @@
 import { createHash, type Hash } from "node:crypto";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
+import { relativeTo } from "../compile/discover.js";
 import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
@@ -141,9 +142,14 @@ export function bundleOf(compilation: Compilation): Bundle {
 }
 
 /** How an agent serves its skills, as the manifest records it. */
-function servingOf(compilation: Compilation, agent: CompiledAgent): Pick<Manifest["agents"][string], "files" | "served"> {
-  const { files } = compilation.config.config.agents[agent.id]!;
-  return { ...(files ? { files } : {}), ...(agent.served ? { served: agent.served } : {}) };
+function servingOf(compilation: Compilation, agent: CompiledAgent): Pick<Manifest["agents"][string], "files" | "publish" | "served"> {
+  const { files, publish } = compilation.config.config.agents[agent.id]!;
+  const { dir } = compilation.config;
+  return {
+    ...(files ? { files } : {}),
+    ...(publish ? { publish: { wellKnown: relativeTo(dir, resolve(dir, publish.wellKnown)) || "." } } : {}),
+    ...(agent.served ? { served: agent.served } : {}),
+  };
 }
 
 /** A skill file `stage` puts into the bundle. */

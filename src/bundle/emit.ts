@@ -4,6 +4,7 @@ import { link, lstat, mkdir, open, readdir, realpath, rename, rm, unlink, writeF
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
+import type { PublishedFolder } from "./well-known.js";
 import { bundleFileSignature, isObject, type BundleRecord, type FilePlaces } from "../compile/cache.js";
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
@@ -682,4 +683,93 @@ function parseJson(text: string | undefined): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Swaps each published folder (`publishedFolders`) into place whole, as `writeBundle` swaps the bundle: written
+ * beside it, then renamed, so a site never serves half an index, and a killed build leaves the old folder or the new
+ * one (the next build puts an interrupted swap right). Refused before anything is written: a folder that is a
+ * symbolic link, is inside the outDir (which a build replaces) or holds it, or holds a skills root; under its lock,
+ * one with files that no index of skillbake's there lists, which are not deleted: the folder sits in one of the
+ * user's (`public/`).
+ */
+export async function writePublished(folders: readonly PublishedFolder[], config: LoadedConfig, outDir: string): Promise<void> {
+  for (const folder of folders) {
+    try {
+      await assertSafePublished(folder.dir, outDir, config);
+      await mkdir(dirname(folder.dir), { recursive: true });
+      const unlock = await lockOutDir(folder.dir);
+      try {
+        await recoverInterruptedBuild(folder.dir);
+        await assertPublishedReplaceable(folder.dir);
+        const staging = transientPath(folder.dir, "tmp");
+        try {
+          for (const file of folder.files) {
+            const target = join(staging, file.path);
+            await mkdir(dirname(target), { recursive: true });
+            await writeFile(target, file.bytes(), { flag: "wx" });
+          }
+          const retired = swapIn(staging, folder.dir);
+          if (retired) await removeLeftover(retired);
+        } finally {
+          await removeLeftover(staging);
+        }
+      } finally {
+        await unlock();
+      }
+    } catch (error) {
+      throw asFileSystemError(error, `write ${folder.dir}`);
+    }
+  }
+}
+
+/** A published folder must be a folder of its own, compared by real path: not a link, not in or around the outDir or a skills root. */
+async function assertSafePublished(dir: string, outDir: string, config: LoadedConfig): Promise<void> {
+  const fix = "Set `publish.wellKnown` to the folder your site serves, such as public, outside the outDir.";
+  if ((await lstat(dir).catch(() => undefined))?.isSymbolicLink()) throw new OutputError(`${dir} is a symbolic link; a build replaces the folder, which would replace the link. ${fix}`);
+  const target = await realPathOf(dir);
+  const inside = (folder: string, container: string) => folder === container || folder.startsWith(container.endsWith(sep) ? container : container + sep);
+  const out = await realPathOf(outDir);
+  if (inside(target, out) || inside(out, target)) throw new OutputError(`${dir} is ${inside(target, out) ? "inside" : "around"} the outDir ${outDir}, which a build replaces whole. ${fix}`);
+  const roots = Object.values(config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, config.dir)));
+  for (const root of roots) if (inside(await realPathOf(root), target)) throw new OutputError(`${dir} holds the skills root ${root}; a build replaces the folder and everything in it. ${fix}`);
+}
+
+/**
+ * An absent or empty folder, or one whose every file the discovery index skillbake wrote there lists: replacing the
+ * folder deletes all of it, so a file of anyone else's in it refuses the build instead of being deleted.
+ */
+async function assertPublishedReplaceable(dir: string): Promise<void> {
+  let files: string[];
+  try {
+    files = await filesUnder(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return;
+    if (code === "ENOTDIR") throw new OutputError(`${dir} is a file, not a folder; skillbake will not replace it`);
+    throw error;
+  }
+  if (files.length === 0) return;
+  const listed = publishedListing(dir);
+  if (!listed) throw new OutputError(`${dir} is not empty and holds no discovery index written by skillbake; refusing to replace it. Move its files, or publish into another folder.`);
+  const unlisted = files.filter((path) => !listed.has(path));
+  if (unlisted.length === 0) return;
+  const shown = unlisted.slice(0, 3).map((path) => escapeInvisible(path)).join(", ") + (unlisted.length > 3 ? ` and ${unlisted.length - 3} more` : "");
+  throw new OutputError(`${dir} holds files its index does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${dir}.`);
+}
+
+const publishedIndex = z.looseObject({ generator: z.literal(GENERATOR), skills: z.array(z.looseObject({ url: z.string() })) });
+
+/** The files the index.json skillbake wrote in `dir` names (relative URLs only), and itself; undefined for no such index. */
+function publishedListing(dir: string): Set<string> | undefined {
+  const opened = openBundleFile(dir, "index.json");
+  if (!("fd" in opened)) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(opened.fd, "utf8");
+  } finally {
+    closeSync(opened.fd);
+  }
+  const index = publishedIndex.safeParse(parseJson(text));
+  return index.success ? new Set(["index.json", ...index.data.skills.map((skill) => skill.url)]) : undefined;
 }

@@ -71,10 +71,14 @@ const manifestAgent = z.strictObject({
     .describe("The agent's skill tool, when its `tool` setting is given: the style and the name the model calls it by."),
   contextFile: z.string().optional().describe("With `contextFile`: the agent's context written out, agents/<id>/<contextFile>, relative to the bundle."),
   files: z.literal("embed").optional().describe('With `files: "embed"`: the agent\'s module holds every file of the skills it serves.'),
+  publish: z
+    .strictObject({ wellKnown: z.string() })
+    .optional()
+    .describe("With `publish`: the folder, relative to the config folder, whose .well-known/agent-skills/ holds the agent's discovery index."),
   served: z
     .array(z.string())
     .optional()
-    .describe('With `files: "embed"`: the names of the skills the agent serves over MCP, in prompt order.'),
+    .describe('With `files: "embed"` or `publish`: the names of the skills the agent serves (over MCP, in its discovery index), in prompt order.'),
 });
 
 const manifestSkill = z.strictObject({

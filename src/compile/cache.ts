@@ -317,8 +317,12 @@ export class BuildCache {
     return isCurrentBundle(this.previous.bundle, outDir, fingerprint);
   }
 
-  /** Records the bundle just written: every file (and the folders holding them) with its stat signature, and where its files hold each skill. */
-  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, places: ReadonlyMap<string, FilePlaces>): void {
+  /**
+   * Records the bundle just written: every file (and the folders holding them) with its stat signature, and where its
+   * files hold each skill; and each of `alone` (relative to outDir: the published folders and their files), without
+   * the folders above it.
+   */
+  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, places: ReadonlyMap<string, FilePlaces>, alone: Iterable<string> = []): void {
     const paths: Record<string, string> = {};
     const add = (path: string) => {
       const signature = statSignature(join(outDir, path));
@@ -329,6 +333,7 @@ export class BuildCache {
       for (let slash = file.indexOf("/"); slash >= 0; slash = file.indexOf("/", slash + 1)) if (!(file.slice(0, slash) in paths)) add(file.slice(0, slash));
       add(file);
     }
+    for (const path of alone) add(path);
     this.next.bundle = { outDir, fingerprint, paths, places: Object.fromEntries(places) };
     this.dirty = true;
   }

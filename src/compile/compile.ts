@@ -71,7 +71,7 @@ export interface CompiledAgent {
   budget?: { limit: number; unit: "characters" | "tokens"; dropped: { name: string; file: string }[] };
   /** The agent's `tool` setting, its name defaulting to the style's. */
   tool?: { style: ToolStyle; name: string };
-  /** With `files: "embed"`: the names of the skills it serves, one each, in prompt order (see `servedSkills`). */
+  /** With `files: "embed"` or `publish`: the names of the skills it serves (and publishes), one each, in prompt order (see `servedSkills`). */
   served?: string[];
 }
 
@@ -335,7 +335,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
   hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
   selections.forEach(({ id, agent, selected }, index) => {
-    if (agent.files === "embed") findings.push(...serveSkills(id, agents[index]!, selected));
+    if (agent.files === "embed" || agent.publish) findings.push(...serveSkills(id, agents[index]!, selected));
   });
   await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
@@ -344,7 +344,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
 }
 
 /**
- * Settles which skills an agent that serves them (`files: "embed"`) serves, once their files are sized:
+ * Settles which skills an agent that serves or publishes them (`files: "embed"`, `publish`) serves, once their files are sized:
  * `agent.served`, and each served skill's `frontmatter` as written. `selected` gives `agent.skills`, in its order.
  */
 function serveSkills(id: string, agent: CompiledAgent, selected: readonly SelectedSkill[]): Finding[] {

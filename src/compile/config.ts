@@ -81,6 +81,8 @@ const agentSchema = z.strictObject({
   /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description, as Claude Code lists its skills. */
   catalogue: z.enum(["prompt", "tool"]).optional(),
   /** "embed": every file of each skill the agent serves goes into its module (text as strings, binary as bytes), for an MCP server. */
+  /** `{ wellKnown: DIR }`: the agent's skills published as an Agent Skills discovery index in DIR/.well-known/agent-skills/ (DIR relative to the config folder). */
+  publish: z.strictObject({ wellKnown: z.string().min(1, "a folder cannot be empty") }).optional(),
   files: z.literal("embed", { error: 'expected "embed": every file of the agent\'s skills in its module, for serving them over MCP' }).optional(),
 }).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
   message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',

@@ -66,7 +66,7 @@ const RULE_DATA = {
     severity: "error",
     skip: "unserved",
     description:
-      "a skill an agent serves (`files: \"embed\"`) would be refused by MCP hosts: a name that is not one lowercase segment (a namespaced one), no `name` or `description` written, YAML their readers read otherwise, or a second skill of the name",
+      "a skill an agent serves (`files: \"embed\"`, `publish`) would be refused by MCP hosts or discovery clients: a name that is not one lowercase segment (a namespaced one), no `name` or `description` written, YAML their readers read otherwise, or a second skill of the name",
   },
   "serve-too-large": { severity: "error", skip: "keep", description: "a skill an agent serves holds over 512 files or 16 MiB, which MCP hosts may decline" },
 } as const satisfies Record<string, Rule>;

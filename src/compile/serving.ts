@@ -20,8 +20,8 @@ export interface ServeCandidate {
 }
 
 /**
- * Which of an agent's skills it serves (`files: "embed"`): one per name, in prompt order, each an entry the MCP
- * skills extension accepts and hosts can verify. A skill
+ * Which of an agent's skills it serves (`files: "embed"`) or publishes (`publish`): one per name, in prompt order,
+ * each an entry the MCP skills extension and the Agent Skills discovery index accept and hosts can verify. A skill
  * they would refuse is `serve-invalid` and left out (never served broken); one past `SERVE_LIMITS` is
  * `serve-too-large` and kept. Pure.
  */

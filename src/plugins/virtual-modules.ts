@@ -3,6 +3,8 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import { BuildSession, compileCached, type CheckResult } from "../api.js";
 import { bundledSkills, bundleOf, bundleTexts } from "../bundle/bundle.js";
 import { devModules, moduleFiles, type DevModule } from "../bundle/module.js";
+import { writePublished } from "../bundle/emit.js";
+import { publishedFolders } from "../bundle/well-known.js";
 import { ConfigError } from "../compile/config.js";
 import type { Diagnostic } from "../compile/diagnostics.js";
 import { formatPretty, readSourceLines, type SourceLines } from "../cli/report.js";
@@ -68,6 +70,8 @@ const RECORDS_ID = `${VIRTUAL_ID}/~records/`;
  */
 export class VirtualSkills {
   private modules = new Map<string, DevModule>();
+  /** The last compilation without an error: what the modules and the published folders are made from. */
+  private good: CheckResult | undefined;
   private watch: SkillsUpdate["watch"] = { files: [], folders: [] };
   /** The config and the build cache (and, in dev, the last discovery), kept from one compilation to the next. */
   private readonly session: BuildSession;
@@ -94,6 +98,14 @@ export class VirtualSkills {
   /** The module text of a virtual id, from the last good compilation. */
   module(id: string): string | undefined {
     return this.modules.get(id)?.text;
+  }
+
+  /**
+   * Writes each agent's published folder (`publish: { wellKnown }`) from the last good compilation, as `skills build`
+   * does: for a bundler's production build, before it copies the site's public folder.
+   */
+  async publish(): Promise<void> {
+    if (this.good) await writePublished(publishedFolders(this.good), this.good.config, this.good.outDir);
   }
 
   /** The agents' virtual ids served (`virtual:skills` and `virtual:skills/<agent>`). */
@@ -140,6 +152,7 @@ export class VirtualSkills {
 
     const changed = [...new Set([...modules.keys(), ...this.modules.keys()])].filter((id) => modules.get(id)?.key !== this.modules.get(id)?.key);
     this.modules = modules;
+    this.good = result;
     return { warnings: report, changed, watch: this.watch };
   }
 

@@ -1,5 +1,6 @@
 import { resolve, sep } from "node:path";
 import type { Plugin, ViteDevServer } from "vite";
+import { failureMessage } from "../cli/commands/command.js";
 import { affects, isVirtualId, unknownModuleMessage, VirtualSkills, type SkillsFailure, type SkillsPluginOptions, type SkillsUpdate } from "./virtual-modules.js";
 
 export type { SkillsPluginOptions } from "./virtual-modules.js";
@@ -49,6 +50,14 @@ export default function skills(options: SkillsPluginOptions = {}): Plugin {
       const update = await latest;
       if (update.failure && building) this.error(viteError(update.failure));
       if (update.warnings) this.warn(update.warnings);
+      if (building) {
+        // Written before Vite copies the public folder into the build, so a `publish` folder there ships with it.
+        await virtual!.publish().catch((error: unknown) => {
+          const message = failureMessage(error);
+          if (message === undefined) throw error;
+          this.error(`skillbake: ${message}`);
+        });
+      }
     },
     buildEnd() {
       virtual?.save(); // after a build, and when the dev server closes
