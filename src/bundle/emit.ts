@@ -578,24 +578,33 @@ function copyOpenFile(source: number, target: number): string {
  * the build instead of being deleted.
  */
 async function assertReplaceable(outDir: string): Promise<void> {
+  await assertOnlyListed(outDir, (files) => manifestListing(outDir, files), {
+    unowned: `${outDir} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`,
+    unlisted: (shown) => `${outDir} holds files its manifest does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${outDir}, or choose another \`outDir\`.`,
+  });
+}
+
+/**
+ * Refuses to replace `dir` unless it is absent or empty, or `listing` (what skillbake wrote there says it wrote;
+ * undefined when skillbake wrote nothing there) names its every file: replacing it deletes all of it.
+ */
+async function assertOnlyListed(dir: string, listing: (files: readonly string[]) => Promise<Set<string> | undefined>, messages: { unowned: string; unlisted: (shown: string) => string }): Promise<void> {
   let files: string[];
   try {
-    files = await filesUnder(outDir);
+    files = await filesUnder(dir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return;
-    if (code === "ENOTDIR") throw new OutputError(`${outDir} is a file, not a folder; skillbake will not replace it`);
+    if (code === "ENOTDIR") throw new OutputError(`${dir} is a file, not a folder; skillbake will not replace it`);
     throw error;
   }
   if (files.length === 0) return;
-  const listed = await manifestListing(outDir, files);
-  if (!listed) throw new OutputError(`${outDir} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`);
+  const listed = await listing(files);
+  if (!listed) throw new OutputError(messages.unowned);
   const unlisted = files.filter((path) => !listed.has(path));
   if (unlisted.length === 0) return;
   const shown = unlisted.slice(0, 3).map((path) => escapeInvisible(path)).join(", ") + (unlisted.length > 3 ? ` and ${unlisted.length - 3} more` : "");
-  throw new OutputError(
-    `${outDir} holds files its manifest does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${outDir}, or choose another \`outDir\`.`,
-  );
+  throw new OutputError(messages.unlisted(shown));
 }
 
 /** Every entry under `dir` that is not a folder (files, links, special files), relative and `/`-separated. */
@@ -740,22 +749,10 @@ async function assertSafePublished(dir: string, outDir: string, config: LoadedCo
  * folder deletes all of it, so a file of anyone else's in it refuses the build instead of being deleted.
  */
 async function assertPublishedReplaceable(dir: string): Promise<void> {
-  let files: string[];
-  try {
-    files = await filesUnder(dir);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return;
-    if (code === "ENOTDIR") throw new OutputError(`${dir} is a file, not a folder; skillbake will not replace it`);
-    throw error;
-  }
-  if (files.length === 0) return;
-  const listed = publishedListing(dir);
-  if (!listed) throw new OutputError(`${dir} is not empty and holds no discovery index written by skillbake; refusing to replace it. Move its files, or publish into another folder.`);
-  const unlisted = files.filter((path) => !listed.has(path));
-  if (unlisted.length === 0) return;
-  const shown = unlisted.slice(0, 3).map((path) => escapeInvisible(path)).join(", ") + (unlisted.length > 3 ? ` and ${unlisted.length - 3} more` : "");
-  throw new OutputError(`${dir} holds files its index does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${dir}.`);
+  await assertOnlyListed(dir, async () => publishedListing(dir), {
+    unowned: `${dir} is not empty and holds no discovery index written by skillbake; refusing to replace it. Move its files, or publish into another folder.`,
+    unlisted: (shown) => `${dir} holds files its index does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${dir}.`,
+  });
 }
 
 const publishedIndex = z.looseObject({ generator: z.literal(GENERATOR), skills: z.array(z.looseObject({ url: z.string() })) });
