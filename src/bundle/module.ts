@@ -67,7 +67,10 @@ function moduleSettings(compilation: Compilation): ModuleSettings {
   };
 }
 
-/** Reads skill files for the modules and the published archives: each only while it is the file discovery verified, and as it was hashed. */
+/**
+ * Reads skill files for the modules and the published archives: each only while it is the file discovery verified, and as it was hashed.
+ * @internal Left out of the package's declarations: its `Buffer` would make them need `@types/node`.
+ */
 export function recordedFileReader(compilation: Compilation): (skill: AgentSkill, file: SkillFolderRecord) => Buffer {
   return (skill, file) => {
     const path = pathIn(skill.sourceDir, file.path);

@@ -42,6 +42,7 @@ export function hashFile(path: string, expected?: FileIdentity): { size: number;
  * A skill file's bytes for the bundle to carry (`files: "embed"`, a published archive): read only while `path` is
  * still the file discovery verified (`expected`'s identity), and returned only as the bytes whose size and sha256 the
  * manifest records. A file changed since throws a `FileSystemError` naming it (`display`), as any failure to read.
+ * @internal Left out of the package's declarations: its `Buffer` would make them need `@types/node`.
  */
 export function readRecordedFile(path: string, display: string, expected: FileIdentity & { size: number; sha256: string }): Buffer {
   const changed = () => new FileSystemError(`read ${display}`, new Error("it changed during the build; run `skills build` again"));
