@@ -1,5 +1,5 @@
 // Seed parity, compile side (issue 16): each case is a behaviour one of the five seed designs asks for, built from
-// the seed's own example where it gives one. docs/compatibility.md lists what of each seed skillbake does.
+// the seed's own example where it gives one.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
