@@ -50,6 +50,8 @@ export interface Block {
   line: number;
   /** The comment on the last non-blank line before the fence, if any (`<!-- x -->`). */
   marker?: string;
+  /** That line, trimmed, whatever it is. */
+  previous: string;
 }
 
 /** A page as lines, and the fenced block (opening and closing fence, indentation) that starts at `index`, if one does. */
@@ -108,7 +110,7 @@ export function fencedBlocks(page: string): Block[] {
     let previous = index - 1;
     while (previous >= 0 && lines[previous]!.trim() === "") previous--;
     const comment = /^ *(<!-- .* -->)$/.exec(lines[previous] ?? "")?.[1];
-    blocks.push({ line: index + 1, ...(comment ? { marker: comment } : {}) });
+    blocks.push({ line: index + 1, ...(comment ? { marker: comment } : {}), previous: (lines[previous] ?? "").trim() });
     index = fence.end;
   }
   return blocks;
