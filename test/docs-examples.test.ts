@@ -14,8 +14,8 @@ import { REPO } from "./helpers.js";
 const pages = (await glob(["docs/**/*.md"], { cwd: REPO })).sort();
 const texts = Object.fromEntries(await Promise.all(["README.md", ...pages].map(async (file) => [file, await readFile(join(REPO, file), "utf8")] as const)));
 
-/** Markers of blocks that other tests check: test/sdk-types.test.ts, test/serve.test.ts and test/readme.test.ts. */
-const CHECKED_ELSEWHERE = /^<!-- (sdk: [a-z]+|serve: server|format-example: [a-z]+) -->$/;
+/** Markers of blocks that other tests check: test/sdk-types.test.ts, test/serve.test.ts, test/publish.test.ts and test/readme.test.ts. */
+const CHECKED_ELSEWHERE = /^<!-- (sdk: [a-z]+|serve: server|publish: (config|run)|format-example: [a-z]+) -->$/;
 
 describe("the marker vocabulary", () => {
   const fence = "```";
