@@ -56,11 +56,20 @@ function hashWorkerText() {
   return compile("src/compile/hash-worker.ts", { format: "iife", platform: "node" });
 }
 
+/**
+ * src/compile/token-worker.ts with what it imports (src/compile/bpe.ts): the script of the token-counting worker
+ * (src/compile/tokens.ts), which requires gpt-tokenizer's data at run time.
+ */
+function tokenWorkerText() {
+  return compile("src/compile/token-worker.ts", { format: "iife", platform: "node" });
+}
+
 /** The constants the source declares for these texts, as esbuild's and vitest's `define` take them. */
 export function embeddedTexts() {
   return {
     __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()),
     __SKILLBAKE_SERVE_RUNTIME__: JSON.stringify(serveRuntimeText()),
     __SKILLBAKE_HASH_WORKER__: JSON.stringify(hashWorkerText()),
+    __SKILLBAKE_TOKEN_WORKER__: JSON.stringify(tokenWorkerText()),
   };
 }

@@ -2,7 +2,8 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
 /**
- * Real token counts (`tokens` in the config, `budget: { tokens }`), with gpt-tokenizer's BPE encodings. An
+ * Real token counts (`tokens` in the config, `budget: { tokens }`) in gpt-tokenizer's encodings (its ranks and split
+ * patterns), counted by bpe.ts in time linear in the text. An
  * encoding is megabytes of ranks that take a second or more to load, so it is loaded only by a build that asks
  * for counts, never at start-up (the CLI bundle leaves the package out, see scripts/build-cli.mjs), and in a
  * worker thread: started before discovery, it loads while the build reads and checks the skills, and stays (not
@@ -35,85 +36,11 @@ export interface TokenCounter {
  */
 const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
 
-/**
- * The worker: loads the encoding and warms it up, then answers `{ id, texts }` with `{ id, counts }` (or `{ id,
- * error }`) and `{ id, used: true }` with `{ id, used }`. `{ known }` is what an earlier `used` returned; an
- * entry that is not a count is ignored (the build cache is only checked by its checksum). Skill text is data, not
- * a chat transcript: `<|endoftext|>` in a description is counted as the characters it is (the tokenizer would
- * otherwise throw on it), as tiktoken's `encode(text, disallowed_special=())`.
- */
-const WORKER = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { createHash, hash } = require("node:crypto");
-/** 66 bits of a line's sha256: 10,000 skills make ~50,000 lines, so two of them sharing a digest is a 1-in-10^10 chance. */
-const DIGEST_LENGTH = 11;
-const plainText = { disallowedSpecial: new Set() };
-const lineEnd = new RegExp(workerData.lineEnd, "g");
-let countTokens;
-try {
-  countTokens = require(workerData.module).countTokens;
-  countTokens("warm up", plainText);
-} catch (error) {
-  countTokens = () => { throw error; };
-}
-/** Tokens by line, each line named by its digest: what an earlier build left costs little to keep and to load. */
-const known = new Map();
-let used = new Map();
-/** Texts counted whole whose lines are still to be remembered. */
-let unsplit = [];
-// Node's one-shot digest (20.12 and later) costs a third as much a line as a Hash object: ~50,000 lines at 10,000 skills.
-const digest = hash ? (line) => hash("sha256", line, "base64").slice(0, DIGEST_LENGTH) : (line) => createHash("sha256").update(line).digest("base64").slice(0, DIGEST_LENGTH);
-const remember = (text) => {
-  for (const entry of text.split(",")) {
-    const tokens = entry.slice(DIGEST_LENGTH);
-    if (/^[0-9]{1,9}$/.test(tokens)) known.set(entry.slice(0, DIGEST_LENGTH), Number(tokens));
-  }
-};
-const countLine = (line) => {
-  const key = digest(line);
-  let tokens = known.get(key);
-  if (tokens === undefined) {
-    tokens = countTokens(line, plainText);
-    known.set(key, tokens);
-  }
-  used.set(key, tokens);
-  return tokens;
-};
-const byLines = (text) => {
-  let total = 0;
-  let start = 0;
-  for (const match of text.matchAll(lineEnd)) {
-    total += countLine(text.slice(start, match.index + 1));
-    start = match.index + 1;
-  }
-  return start < text.length || text === "" ? total + countLine(text.slice(start)) : total;
-};
-const split = () => {
-  for (const text of unsplit) byLines(text);
-  unsplit = [];
-};
-const count = (text) => {
-  if (known.size > 0) return byLines(text);
-  unsplit.push(text);
-  return countTokens(text, plainText);
-};
-parentPort.on("message", (message) => {
-  if (message.known !== undefined) return remember(message.known);
-  const { id } = message;
-  try {
-    split();
-    if (message.used) {
-      parentPort.postMessage({ id, used: Array.from(used, ([key, tokens]) => key + tokens).join(",") });
-      used = new Map();
-      return;
-    }
-    parentPort.postMessage({ id, counts: message.texts.map(count) });
-    if (unsplit.length > 0) setImmediate(split);
-  } catch (error) {
-    parentPort.postMessage({ id, error: String(error && error.message || error) });
-  }
-});
-`;
+/** The script of the token-counting worker (src/compile/token-worker.ts and what it imports), put in by the build (scripts/embedded-text.mjs). */
+declare const __SKILLBAKE_TOKEN_WORKER__: string;
+
+/** Where an encoding's split pattern is in gpt-tokenizer's module of them. */
+const PATTERNS: Record<TokenEncoding, string> = { o200k_base: "O200K_TOKEN_SPLIT_REGEX", cl100k_base: "CL100K_TOKEN_SPLIT_REGEX" };
 
 interface Answer {
   counts?: number[];
@@ -141,8 +68,9 @@ export function tokenCounter(encoding: TokenEncoding, known?: string): TokenCoun
 }
 
 function startWorker(encoding: TokenEncoding): WorkerCounter {
-  const module = createRequire(import.meta.url).resolve(`gpt-tokenizer/encoding/${encoding}`);
-  const worker = new Worker(WORKER, { eval: true, workerData: { module, lineEnd: LINE_END } });
+  const { resolve } = createRequire(import.meta.url);
+  const workerData = { ranks: resolve(`gpt-tokenizer/bpeRanks/${encoding}`), patterns: resolve("gpt-tokenizer/encodingParams/constants"), pattern: PATTERNS[encoding], lineEnd: LINE_END };
+  const worker = new Worker(__SKILLBAKE_TOKEN_WORKER__, { eval: true, workerData });
   const pending = new Map<number, { resolve(answer: Answer): void; reject(error: Error): void }>();
   let next = 0;
   // Idle, the worker does not keep the process alive; while an answer is awaited, it must.
