@@ -153,6 +153,22 @@ const CASES: Record<string, Case> = {
     expected: { code: "body-too-long", file: file("long"), line: 6, column: 1 },
     included: true,
   },
+  "link-broken": {
+    tree: { [file("linked")]: skillMd("linked", "Links.", "See [the guide](references/guide.md).") },
+    expected: { code: "link-broken", file: file("linked"), line: 6, column: 17 },
+    included: true,
+  },
+  "description-duplicate": {
+    tree: { [file("one")]: skillMd("one", "Same words."), [file("two")]: skillMd("two", "Same words.") },
+    expected: { code: "description-duplicate", file: file("two") },
+    included: true,
+  },
+  "prompt-too-long": {
+    tree: { [file("big")]: skillMd("big", "Big.", "x".repeat(100_001)) },
+    config: agent({ root: "skills", inline: ["big"] }),
+    expected: { code: "prompt-too-long", file: "skills.config.json" },
+    included: true,
+  },
   "encoding-invalid": {
     tree: { [file("latin1")]: Buffer.concat([Buffer.from("---\nname: latin1\ndescription: caf"), Buffer.from([0xe9]), Buffer.from("\n---\n")]) },
     expected: { code: "encoding-invalid", file: file("latin1"), line: 3, column: 17 },

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { compilePatterns, selectAgent, type RootSkill, type SourceView } from "../src/compile/select.js";
 
 function skill(name: string, dir = name): RootSkill {
-  return { name, description: `${name}.`, fields: {}, extra: {}, body: "", bodyLine: 5, file: `/r/${dir}/SKILL.md`, displayFile: `r/${dir}/SKILL.md`, dir, hash: "h", files: ["SKILL.md"], written: () => ({ values: { name }, at: {} }) };
+  return { name, description: `${name}.`, fields: {}, extra: {}, body: "", bodyLine: 5, links: [], file: `/r/${dir}/SKILL.md`, displayFile: `r/${dir}/SKILL.md`, dir, hash: "h", files: ["SKILL.md"], written: () => ({ values: { name }, at: {} }) };
 }
 const source = (config: Omit<SourceView["config"], "root">, skills: RootSkill[], root = "r"): SourceView => ({ config: { root, ...config }, skills });
 const pick = (views: SourceView[]) => {

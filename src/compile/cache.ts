@@ -423,6 +423,7 @@ function isSkillRecord(value: SkillRecord): boolean {
       (typeof content.name === "string" &&
         typeof content.description === "string" &&
         Number.isInteger(content.bodyLine) &&
+        Array.isArray(content.links) &&
         isObject(content.fields) &&
         isObject(content.extra)))
   );

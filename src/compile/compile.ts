@@ -12,6 +12,9 @@ import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
 import { hashInWorker, hashOutcome, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
+import { brokenLinks } from "./body-links.js";
+import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
+import { RULES } from "./rules.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { servedSkills } from "./serving.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
@@ -221,11 +224,15 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     options.onProgress?.({ done: ++done, total: byFile.size });
   }
   const validByRoot = new Map<string, RootSkill[]>();
+  const linksChecked = new Set<string>(); // a skill reached through two roots has its links checked once
   for (const listing of listings) {
     const skills: RootSkill[] = [];
     for (const found of listing.skills) {
       const valid = validByFile.get(found.file);
-      if (valid) skills.push(withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body));
+      if (!valid) continue;
+      skills.push(withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body));
+      if (!linksChecked.has(found.file)) findings.push(...brokenLinks(valid.displayFile, valid.links, found.files));
+      linksChecked.add(found.file);
     }
     validByRoot.set(listing.root, skills);
   }
@@ -331,6 +338,8 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     return compiled;
   }));
 
+  for (const agent of agents) findings.push(...agentContentFindings(agent, configFile));
+  if ((config.rules["body-too-long"] ?? RULES["body-too-long"].severity) !== "off") findings.push(...(await bodyLengthFindings([...validByFile.values()], encoding)));
   const hashed = new Map<string, HashOutcome>();
   for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
   hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
@@ -356,6 +365,14 @@ function serveSkills(id: string, agent: CompiledAgent, selected: readonly Select
   });
   agent.served = names;
   return findings;
+}
+
+/** `body-too-long` for each skill, its body read and, when long enough to reach the limit, its tokens counted. */
+async function bodyLengthFindings(skills: readonly { displayFile: string; body: string; bodyLine: number }[], encoding: TokenEncoding): Promise<Finding[]> {
+  const long = skills.filter((skill) => mayReachTokenLimit(skill.body));
+  const tokens = long.length > 0 ? await tokenCounter(encoding).count(long.map((skill) => skill.body)) : [];
+  const counted = new Map(long.map((skill, index) => [skill, tokens[index]]));
+  return skills.flatMap((skill) => bodyLengthFinding(skill.displayFile, skill.body, skill.bodyLine, counted.get(skill)) ?? []);
 }
 
 /** Where `withBody` keeps a body, or what reads it. */

@@ -59,7 +59,10 @@ const RULE_DATA = {
   "field-lookalike": { severity: "warn", skip: "keep", description: "a field named as a known one but for case or spaces (`Name:` beside `name:`)" },
   "budget-exceeded": { severity: "warn", skip: "dropped", description: "the catalogue passed the agent's `budget`" },
   "body-closes-tag": { severity: "warn", skip: "keep", description: "an inline body contains `</skill>` or a `<skill>` opening tag" },
-  "body-too-long": { severity: "off", skip: "keep", description: "body over 500 lines" },
+  "link-broken": { severity: "warn", skip: "keep", description: "a relative link or image in the body names no file of the skill folder" },
+  "body-too-long": { severity: "off", skip: "keep", description: "body of 500 lines or 5,000 tokens or more (the Agent Skills specification recommends less)" },
+  "description-duplicate": { severity: "warn", skip: "keep", description: "two skills of one agent have the same description" },
+  "prompt-too-long": { severity: "warn", skip: "none", description: "an agent's prompt is over 100,000 characters" },
   "encoding-invalid": { severity: "error", skip: "skip", description: "not UTF-8" },
   "file-too-large": { severity: "error", skip: "skip", description: "over 1 MiB" },
   "serve-invalid": {

@@ -1,3 +1,4 @@
+import { bodyLinks, type BodyLink } from "./body-links.js";
 import type { Finding } from "./diagnostics.js";
 import {
   agentWithoutFork,
@@ -12,8 +13,6 @@ import {
 } from "./model.js";
 import type { FrontmatterField, ParsedSkillFile, Position } from "./parse.js";
 
-export const MAX_BODY_LINES = 500;
-
 /** A skill's validated content, before it is placed in a root and an agent. */
 export interface SkillContent {
   name: string;
@@ -24,6 +23,8 @@ export interface SkillContent {
   body: string;
   /** Line in SKILL.md where the body starts: where `findSkillTag` places what it finds. */
   bodyLine: number;
+  /** The body's relative links, which `link-broken` checks against the skill folder's files. */
+  links: BodyLink[];
 }
 
 export interface ValidateOptions {
@@ -195,20 +196,8 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
 
   for (const [key, value] of Object.entries(FIELD_DEFAULTS)) (fields as Record<string, unknown>)[key] ??= value;
 
-  const bodyLines = parsed.body === "" ? 0 : countLines(parsed.body);
-  if (bodyLines > MAX_BODY_LINES) {
-    report("body-too-long", { line: parsed.bodyLine, column: 1 }, `the body is ${bodyLines} lines, over ${MAX_BODY_LINES}`, "Move detail into references/ files the body links to; agents load them when needed.");
-  }
-
   if (skip) return { findings };
-  return { findings, content: { name, description, fields, extra, body: parsed.body, bodyLine: parsed.bodyLine } };
-}
-
-/** Lines of a text, counted without splitting it: bodies are most of a catalogue's bytes. */
-function countLines(text: string): number {
-  let lines = 1;
-  for (let newline = text.indexOf("\n"); newline >= 0; newline = text.indexOf("\n", newline + 1)) lines++;
-  return lines;
+  return { findings, content: { name, description, fields, extra, body: parsed.body, bodyLine: parsed.bodyLine, links: bodyLinks(parsed.body, parsed.bodyLine) } };
 }
 
 /**

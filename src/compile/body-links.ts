@@ -1,0 +1,119 @@
+/**
+ * The relative links of a skill's Markdown body (`[text](references/api.md)`, `![alt](assets/flow.png)`,
+ * `[ref]: scripts/run.sh`): what `link-broken` checks against the files of the skill folder. Web addresses,
+ * `mailto:` and other schemes, absolute paths, `#anchors` and templates (`{name}`) are not file links; code
+ * blocks and code spans are not links at all. `{baseDir}/`, Claude Code's name for the skill folder, is. Linear in the body's length: each line is scanned a fixed number of times.
+ */
+
+import type { Finding } from "./diagnostics.js";
+
+export interface BodyLink {
+  /** The path the link names, relative to the skill folder: fragment and query removed, `%20` decoded, `./` resolved. */
+  path: string;
+  /** The target as written. */
+  target: string;
+  /** SKILL.md line and column of the target. */
+  line: number;
+  column: number;
+}
+
+/** `](target` of an inline link or image; the target ends at `)` or white space, or is `<…>`. */
+const INLINE_TARGET = /\]\([ \t]*(<[^<>\n]*>|[^()\s<>]+)/g;
+/** A link reference definition: `[label]: target`, at most three spaces in (a footnote, `[^1]: text`, is not one). */
+const REFERENCE_DEFINITION = /^ {0,3}\[(?!\^)[^\]\n]{1,999}\]:[ \t]*(<[^<>\n]*>|\S+)/;
+/** A fence line opens or closes a code block: three or more backticks or tildes, at most three spaces in. */
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
+  const links: BodyLink[] = [];
+  let fence: string | undefined;
+  body.split("\n").forEach((rawLine, index) => {
+    const fenceMatch = FENCE.exec(rawLine);
+    if (fence !== undefined) {
+      if (fenceMatch && fenceMatch[1]![0] === fence[0] && fenceMatch[1]!.length >= fence.length && rawLine.trim() === fenceMatch[1]) fence = undefined;
+      return;
+    }
+    if (fenceMatch) {
+      fence = fenceMatch[1]!;
+      return;
+    }
+    const line = withoutCodeSpans(rawLine);
+    const found = (target: string, at: number) => {
+      const path = linkPath(target);
+      if (path !== undefined) links.push({ path, target, line: bodyLine + index, column: at + 1 });
+    };
+    const definition = REFERENCE_DEFINITION.exec(line);
+    if (definition) found(definition[1]!, definition.index + definition[0].length - definition[1]!.length);
+    for (const match of line.matchAll(INLINE_TARGET)) found(match[1]!, match.index + match[0].length - match[1]!.length);
+  });
+  return links;
+}
+
+/** The line with its code spans' text blanked out (columns kept): a span is a run of backticks closed by a run as long. */
+function withoutCodeSpans(line: string): string {
+  if (!line.includes("`")) return line;
+  const runs = [...line.matchAll(/`+/g)].map((match) => ({ start: match.index, length: match[0].length }));
+  // For each run, the index of the next run of the same length: one pass from the right.
+  const next = new Array<number>(runs.length).fill(-1);
+  const lastOfLength = new Map<number, number>();
+  for (let i = runs.length - 1; i >= 0; i--) {
+    next[i] = lastOfLength.get(runs[i]!.length) ?? -1;
+    lastOfLength.set(runs[i]!.length, i);
+  }
+  const chars = line.split("");
+  for (let i = 0; i < runs.length; i++) {
+    const closing = next[i]!;
+    if (closing < 0) continue;
+    for (let at = runs[i]!.start; at < runs[closing]!.start + runs[closing]!.length; at++) chars[at] = " ";
+    i = closing;
+  }
+  return chars.join("");
+}
+
+/** The path a target names inside the skill folder, or undefined when it is no relative file link. */
+function linkPath(written: string): string | undefined {
+  const target = written.startsWith("<") ? written.slice(1, -1).trim() : written;
+  if (target === "" || target.startsWith("#") || target.startsWith("/") || target.startsWith("\\") || /^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined;
+  // `{baseDir}` is the skill folder in Claude Code; another placeholder (`{name}`, `${VAR}`) is a template, not a path.
+  let path = target.replace(/^\{baseDir\}\//, "").replace(/[?#].*$/, "");
+  if (/[{}$]/.test(path)) return undefined;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // Not percent-encoded after all: the path as written.
+  }
+  const parts: string[] = [];
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      if (parts.length === 0) return path; // outside the skill folder: kept as written, `..` and all
+      parts.pop();
+    } else parts.push(part);
+  }
+  return parts.length > 0 ? parts.join("/") : undefined;
+}
+
+/**
+ * `link-broken`: the links that name no file of the skill folder (`files`, relative to it, as discovery listed
+ * them; a folder counts when it holds a file), each once per target and line.
+ */
+export function brokenLinks(displayFile: string, links: readonly BodyLink[], files: readonly string[]): Finding[] {
+  if (links.length === 0) return [];
+  const present = new Set(files);
+  const folders = new Set(files.flatMap((file) => file.split("/").slice(0, -1).map((_, index, parts) => parts.slice(0, index + 1).join("/"))));
+  return links
+    .filter((link) => !present.has(link.path) && !folders.has(link.path.replace(/\/$/, "")))
+    .map((link) => {
+      const outside = link.path.startsWith("..");
+      return {
+        code: "link-broken",
+        file: displayFile,
+        line: link.line,
+        column: link.column,
+        message: outside ? `the link "${link.target}" leads out of the skill folder: a copy of the skill elsewhere will not have it` : `the link "${link.target}" names no file in the skill folder`,
+        hint: outside
+          ? "Copy what it links to into the skill folder (references/, say), or link to it by a web address."
+          : "Add the file, or correct the path: links are relative to the skill folder, where SKILL.md is.",
+      };
+    });
+}

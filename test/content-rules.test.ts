@@ -1,0 +1,68 @@
+/**
+ * The content rules: links in a body that name no file of the skill folder, and a body too long in lines or in
+ * tokens, as the Agent Skills specification counts them.
+ */
+import { describe, expect, it } from "vitest";
+import { check } from "../src/api.js";
+import { bodyLinks } from "../src/compile/body-links.js";
+import { skillMd, tempDir, writeTree } from "./helpers.js";
+
+describe("bodyLinks", () => {
+  it("finds relative links, images and reference definitions, with their SKILL.md positions", () => {
+    const body = "See [api](references/api.md#auth) and ![flow](./assets/flow%20chart.png).\n\n[guide]: <docs/guide.md>\n[^1]: A footnote.";
+    expect(bodyLinks(body, 10).map(({ path, line, column }) => [path, line, column])).toEqual([
+      ["references/api.md", 10, 11],
+      ["assets/flow chart.png", 10, 47],
+      ["docs/guide.md", 12, 10],
+    ]);
+  });
+
+  it("leaves out web addresses, anchors, absolute paths, templates, code spans and code blocks; keeps {baseDir}/", () => {
+    const body = [
+      "[web](https://example.com/x.md) [mail](mailto:a@b.c) [top](#usage) [abs](/etc/passwd) [tpl]({name}.md)",
+      "`[not](a/link.md)` and ``[nor](this.md)``",
+      "```markdown",
+      "[inside](a/block.md)",
+      "```",
+      "[real]({baseDir}/references/real.md) [up](../sibling/SKILL.md)",
+    ].join("\n");
+    expect(bodyLinks(body, 1).map((link) => link.path)).toEqual(["references/real.md", "../sibling/SKILL.md"]);
+  });
+
+  it("takes linear time on a hostile line", () => {
+    const started = performance.now();
+    bodyLinks(`${"[".repeat(200_000)}${"](".repeat(200_000)}${"`".repeat(100_000)}`, 1);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+});
+
+async function project(tree: Record<string, string>, rules: object = {}): Promise<string> {
+  const dir = await tempDir();
+  await writeTree(dir, { "skills.config.json": JSON.stringify({ rules, agents: { main: { skills: [{ root: "skills" }] } } }), ...tree });
+  return dir;
+}
+
+describe("link-broken", () => {
+  it("accepts links to the skill's files and folders, and reports one that leads out of it", async () => {
+    const dir = await project({
+      "skills/linked/SKILL.md": skillMd("linked", "Links.", "[a](references/a.md) [refs](references/) [up](../other/SKILL.md)"),
+      "skills/linked/references/a.md": "A",
+      "skills/other/SKILL.md": skillMd("other"),
+    });
+    const diagnostics = (await check({ cwd: dir })).diagnostics.filter((diagnostic) => diagnostic.code === "link-broken");
+    expect(diagnostics).toEqual([expect.objectContaining({ line: 6, column: 47, message: 'the link "../other/SKILL.md" leads out of the skill folder: a copy of the skill elsewhere will not have it' })]);
+  });
+});
+
+describe("body-too-long", () => {
+  it("counts tokens as well as lines: a short body of many tokens is too long", async () => {
+    const dir = await project({ "skills/dense/SKILL.md": skillMd("dense", "Dense.", Array.from({ length: 3000 }, (_, i) => `w${i}x${i * 7}`).join(" ")) }, { "body-too-long": "warn" });
+    const [diagnostic] = (await check({ cwd: dir })).diagnostics.filter((d) => d.code === "body-too-long");
+    expect(diagnostic?.message).toMatch(/^the body is \d{1,3}(,\d{3})* tokens; the Agent Skills specification recommends under 500 lines and 5,000 tokens$/);
+  });
+
+  it("is off by default", async () => {
+    const dir = await project({ "skills/long/SKILL.md": skillMd("long", "Long.", "line\n".repeat(600)) });
+    expect((await check({ cwd: dir })).diagnostics).toEqual([]);
+  });
+});
