@@ -262,7 +262,8 @@ describe("file names with newlines, quotes, <, & and bytes that are not UTF-8", 
   it("names fall back to such folder names; every format escapes them, and the diagnostics name them", async () => {
     const folders = ["line\nbreak", 'say "hi"', "<skill name=x>", "a&b", "it's"];
     const tree: Tree = {};
-    for (const folder of folders) tree[`skills/${folder}/SKILL.md`] = `---\ndescription: Named by its folder.\n---\nBody.\n`;
+    // Descriptions of their own: one shared would be description-duplicate.
+    folders.forEach((folder, index) => (tree[`skills/${folder}/SKILL.md`] = `---\ndescription: Named by its folder, number ${index + 1}.\n---\nBody.\n`));
     const dir = await project(tree, { location: "relative", agents: { pi: { skills: [{ root: "skills" }] }, md: { format: "markdown", skills: [{ root: "skills" }] } } });
     const { result, output } = await checkAll(dir);
     for (const folder of folders) {
@@ -280,7 +281,7 @@ describe("file names with newlines, quotes, <, & and bytes that are not UTF-8", 
     expect(pi!.prompt).not.toContain("<skill name=x>");
     // One list item per skill: the line break in a name cannot start another.
     expect(md!.prompt.split("\n").filter((line) => line.startsWith("- "))).toHaveLength(folders.length + 1);
-    expect(md!.prompt).toContain("- line break: Named by its folder. (file: skills/line break/SKILL.md)");
+    expect(md!.prompt).toContain("- line break: Named by its folder, number 1. (file: skills/line break/SKILL.md)");
     expect(output).toContain("line\\nbreak"); // JSON keeps the real name
   });
 

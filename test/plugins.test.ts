@@ -96,9 +96,9 @@ describe("skillbake/vite", () => {
     expect(built.code).not.toBe(0);
     const check = await runCli(["check"], { cwd: dir });
     const report = check.stderr.slice(0, check.stderr.lastIndexOf("\n\n"));
-    expect(report).toContain("skills/alpha/SKILL.md\n  3:21  error");
+    expect(report).toContain("skills/alpha/SKILL.md\n  3:14  error");
     expect(built.output).toContain(report);
-    expect(built.output).toContain(`${join(dir, "skills", "alpha", "SKILL.md")}:3:21`);
+    expect(built.output).toContain(`${join(dir, "skills", "alpha", "SKILL.md")}:3:14`);
   });
 
   it("escapes an import naming no agent: a forged command, ESC and BEL in the id reach vite's log escaped", async () => {
@@ -156,7 +156,7 @@ describe("skillbake/vite", () => {
       await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN);
       await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") }); // not served: the compilation with it fails
       for (let attempt = 0; attempt < 100 && errors.length === 0; attempt++) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(errors.join("\n")).toContain("skills/alpha/SKILL.md\n  3:21  error    the frontmatter is not valid YAML");
+      expect(errors.join("\n")).toContain("skills/alpha/SKILL.md\n  3:14  error    the frontmatter is not valid YAML");
       expect(await prompt()).toContain("<description>Edited alpha.</description>");
       expect(await prompt()).not.toContain("gamma");
 
@@ -274,19 +274,20 @@ describe("skillbake/esbuild", () => {
     expect(failure.errors).toHaveLength(1);
     const [error] = failure.errors;
     expect(error!.text).toMatch(/^the frontmatter is not valid YAML: .*\[yaml-invalid\]$/);
-    expect(error!.location).toMatchObject({ file: "skills/alpha/SKILL.md", line: 3, column: 20, lineText: "description: [broken" });
+    // esbuild's columns count from 0: the caret is under the `[` the hint names.
+    expect(error!.location).toMatchObject({ file: "skills/alpha/SKILL.md", line: 3, column: 13, lineText: "description: [broken" });
     expect(error!.notes[0]!.text).toContain('Quote the value: description: "[broken"');
   });
 
   it("counts the error's column in bytes, as esbuild does, after non-ASCII text: its code frame points at the error", async () => {
     const dir = await project();
-    await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN.replace("[broken", "[été, broken"));
+    await writeFile(join(dir, "skills", "alpha", "SKILL.md"), BROKEN.replace("[broken", "été: broken"));
     const failure = (await bundle(dir).catch((error: BuildFailure) => error)) as BuildFailure;
-    // The YAML error is at the line's end, as with the ASCII line above (column 20 of "description: [broken").
-    expect(failure.errors[0]!.location).toMatchObject({ line: 3, column: Buffer.byteLength("description: [été, broken"), lineText: "description: [été, broken" });
+    // The YAML error is at the ": " after "été".
+    expect(failure.errors[0]!.location).toMatchObject({ line: 3, column: Buffer.byteLength("description: été"), lineText: "description: été: broken" });
     const frame = (await formatMessages(failure.errors, { kind: "error" })).join("\n").split("\n");
-    const quoted = frame.findIndex((line) => line.includes("description: [été, broken"));
-    expect(frame[quoted + 1]!.indexOf("^")).toBe(frame[quoted]!.indexOf("broken") + "broken".length);
+    const quoted = frame.findIndex((line) => line.includes("description: été: broken"));
+    expect(frame[quoted + 1]!.indexOf("^")).toBe(frame[quoted]!.indexOf("été") + "été".length);
   });
 
   it("neither writes through nor waits on a link or a FIFO committed in place of skills-env.d.ts", async () => {

@@ -14,7 +14,8 @@ import { FileSystemError } from "./fs-error.js";
 import { hashInWorker, hashOutcome, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
 import { brokenLinks } from "./body-links.js";
 import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
-import { RULES } from "./rules.js";
+import { agentSkillsFindings } from "./agentskills.js";
+import { PRESETS, RULES } from "./rules.js";
 import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
 import { servedSkills } from "./serving.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
@@ -205,6 +206,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       });
     const validated = cache && (bytes === undefined || size === bytes.byteLength) ? cache.skill(displayFile, folder, hash, validate) : validate();
     findings.push(...validated.findings);
+    if (config.preset === "agentskills") findings.push(...agentSkillsFindings(displayFile, folder, new TextDecoder().decode(bytesNow())));
     // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.
     let { content } = validated;
     if (content && config.frontmatter) {
@@ -349,7 +351,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   await Promise.all(counting);
   const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   options.discovery?.remember(roots, listed!);
-  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, config.rules), inputs, verified };
+  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, { ...(config.preset ? PRESETS[config.preset] : {}), ...config.rules }), inputs, verified };
 }
 
 /**

@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { inspect } from "node:util";
 import { z } from "zod";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
-import { RULE_CODES } from "./rules.js";
+import { PRESETS, RULE_CODES } from "./rules.js";
 import { readTranspiledConfig, writeTranspiledConfig, type TranspiledConfig } from "./config-cache.js";
 import { didYouMean } from "./suggest.js";
 import { systemErrorReason } from "./fs-error.js";
@@ -129,6 +129,7 @@ export const configSchema = z.strictObject({
     .optional(),
   /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
   descriptionFallback: z.literal("first-paragraph").optional(),
+  preset: z.enum(Object.keys(PRESETS) as [keyof typeof PRESETS]).optional(),
   rules: z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"])).default({}),
   agents: z
     .record(

@@ -63,6 +63,11 @@ const RULE_DATA = {
   "body-too-long": { severity: "off", skip: "keep", description: "body of 500 lines or 5,000 tokens or more (the Agent Skills specification recommends less)" },
   "description-duplicate": { severity: "warn", skip: "keep", description: "two skills of one agent have the same description" },
   "prompt-too-long": { severity: "warn", skip: "none", description: "an agent's prompt is over 100,000 characters" },
+  "agentskills-invalid": {
+    severity: "off",
+    skip: "keep",
+    description: "the skill breaks the Agent Skills specification as its reference validator (skills-ref) checks it; an error under `preset: \"agentskills\"`",
+  },
   "encoding-invalid": { severity: "error", skip: "skip", description: "not UTF-8" },
   "file-too-large": { severity: "error", skip: "skip", description: "over 1 MiB" },
   "serve-invalid": {
@@ -88,3 +93,9 @@ export function rulePage(code: RuleCode): string {
 export function ruleUrl(code: RuleCode): string {
   return docsAddress(rulePage(code));
 }
+
+/** `preset`: severities for a purpose, under the config's own `rules`. */
+export const PRESETS = {
+  /** Exactly the Agent Skills specification's rules, as its reference validator checks them. */
+  agentskills: { "agentskills-invalid": "error" },
+} as const satisfies Record<string, Partial<Record<RuleCode, RuleSetting>>>;
