@@ -144,14 +144,14 @@ describe("--format sarif", () => {
 describe("the GitHub Actions job summary", () => {
   it("gets a heading and a table of what was found, its text escaped", async () => {
     const dir = await monorepo();
-    // Its body links to "y", which is not there: link-broken, a fourth warning.
+    // Its body links twice to "y", which is not there: two link-broken warnings besides the three.
     await writeTree(dir, { "packages/agent/skills/odd/SKILL.md": skillMd("a|<b>[x](y)") });
     const summary = join(dir, "summary.md");
     await writeTree(dir, { "summary.md": "earlier step\n" });
     const run = await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary } });
     expect(run.code).toBe(1);
     const text = await readFile(summary, "utf8");
-    expect(text.startsWith("earlier step\n### skills check\\: failed\\, 1 error\\, 4 warnings \\(1 agent\\, 1 skill\\)\n\n| severity | where | code | message |\n")).toBe(true);
+    expect(text.startsWith("earlier step\n### skills check\\: failed\\, 1 error\\, 5 warnings \\(1 agent\\, 1 skill\\)\n\n| severity | where | code | message |\n")).toBe(true);
     expect(text).toContain("| error | packages\\/agent\\/skills\\/bad\\/SKILL\\.md\\:1\\:1 | description\\-missing | no \\`description\\` in the frontmatter |\n");
     expect(text).toContain('name \\"a\\|\\<b\\>\\[x\\]\\(y\\)\\" does not match');
   });
