@@ -56,7 +56,7 @@ describe("skills rules", () => {
       expect(start, `docs/diagnostics.md has a section for ${code}`).toBeGreaterThan(0);
       const end = diagnosticsPage.indexOf("\n### ", start + 1);
       const section = diagnosticsPage.slice(start, end < 0 ? undefined : end);
-      expect(section, code).toMatch(/\nBad:\n\n<!-- [^\n]* -->\n```[a-z]*\n[\s\S]+?\n```\n\nGood:\n\n<!-- [^\n]* -->\n```[a-z]*\n[\s\S]+?\n```\n/);
+      expect(section, code).toMatch(/\nBad:\n\n```[a-z]*\n[\s\S]+?\n```\n\nGood:\n\n```[a-z]*\n[\s\S]+?\n```\n/);
     }
   });
 
