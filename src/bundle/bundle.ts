@@ -7,7 +7,7 @@ import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
-import { asciiOnly, Each, Entry, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, stableJson, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
+import { asciiOnly, Each, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
 import { TOOL_VERSION } from "../compile/version.js";
@@ -88,7 +88,11 @@ export function bundleOf(compilation: Compilation): Bundle {
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       ...(agent.tokens ? { tokens: agent.tokens } : {}),
-      skills: agent.skills.map((skill) => ({ name: skill.name, mode: skill.mode, source: skill.source, file: skill.file, listed: skill.listed, ...placedElsewhere(skill, shared.get(skill.file)!) })),
+      skills: agent.skills.map((skill) => {
+        // Keys in sorted order, as the manifest has them: written without a sorted copy.
+        const { baseDir, location, staged } = placedElsewhere(skill, shared.get(skill.file)!);
+        return { ...(baseDir === undefined ? {} : { baseDir }), file: skill.file, listed: skill.listed, ...(location === undefined ? {} : { location }), mode: skill.mode, name: skill.name, source: skill.source, ...(staged === undefined ? {} : { staged }) };
+      }),
       ...(agent.description === undefined ? {} : { description: agent.description }),
       ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
@@ -108,25 +112,7 @@ export function bundleOf(compilation: Compilation): Bundle {
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,
-    // Keys in sorted order, as the manifest has them: written without a sorted copy.
-    skills: new Each(
-      ordered,
-      (skill, index) =>
-        new Entry(entryKey(skill, compilation.config.config.frontmatter !== undefined), index, {
-          baseDir: skill.baseDir,
-          body: new Slot({ body: index, ascii: false }),
-          description: skill.description,
-          extra: skill.extra,
-          fields: skill.fields,
-          file: skill.file,
-          files: skill.files,
-          hash: skill.hash,
-          location: skill.location,
-          name: skill.name,
-          ...(skill.staged ? { staged: skill.staged } : {}),
-          structure: summarizeStructure(skill.files),
-        }),
-    ),
+    skills: new Each(ordered, (skill, index) => new Entry(entryKey(skill, compilation.config.config.frontmatter !== undefined), index, (depth) => manifestSkill(skill, index, depth))),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
     hashes: { inputs, outputs },
@@ -139,6 +125,23 @@ export function bundleOf(compilation: Compilation): Bundle {
     }),
   });
   return { files, bodies: ordered.map((skill) => ({ hash: skill.hash, text: () => skill.body })) };
+}
+
+/**
+ * A skill's record in the manifest, `depth` levels deep, as `jsonParts` would write the object of its keys (sorted,
+ * two-space indented) with its body in a slot: written for this shape, each string value by JSON.stringify.
+ */
+function manifestSkill(skill: AgentSkill, body: number, depth: number): Part[] {
+  const line = `,\n${"  ".repeat(depth + 1)}`;
+  const nested = (value: unknown) => indentedJson(sortedData(value), depth + 1);
+  return [
+    `{${line.slice(1)}"baseDir": ${JSON.stringify(skill.baseDir)}${line}"body": `,
+    { body, ascii: false },
+    `${line}"description": ${JSON.stringify(skill.description)}${line}"extra": ${nested(skill.extra)}${line}"fields": ${nested(skill.fields)}` +
+      `${line}"file": ${JSON.stringify(skill.file)}${line}"files": ${nested(skill.files)}${line}"hash": ${JSON.stringify(skill.hash)}` +
+      `${line}"location": ${JSON.stringify(skill.location)}${line}"name": ${JSON.stringify(skill.name)}` +
+      `${skill.staged ? `${line}"staged": ${JSON.stringify(skill.staged)}` : ""}${line}"structure": ${nested(summarizeStructure(skill.files))}\n${"  ".repeat(depth)}}`,
+  ];
 }
 
 /** How an agent serves its skills, as the manifest records it. */

@@ -4,7 +4,7 @@ import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { readRecordedFile, sha256Hex } from "../compile/resources.js";
-import { asciiOnly, Each, jsonParts, jsonText, lazyParts, MODULE_STYLE, Slot, type BundleFile, type Part } from "./parts.js";
+import { asciiOnly, Each, jsonParts, jsonText, lazyParts, MODULE_STYLE, Slot, sortedData, type BundleFile, type Part } from "./parts.js";
 import { pathIn, relativeTo } from "../compile/discover.js";
 import { FileSystemError } from "../compile/fs-error.js";
 import type { AgentData, ServedData, ServedFile, SkillFile, SkillTable } from "../runtime/helpers.js";
@@ -144,13 +144,15 @@ function moduleData(agents: readonly CompiledAgent[], bundled: readonly AgentSki
     const servedRows = served.rows.get(agent);
     skillsByAgent[agent.id] = agent.skills.map((skill, position) => {
       const { location, baseDir } = placedElsewhere(skill, recordOf ? recordOf(skill) : unique.get(skill.file)!);
+      // Keys in sorted order, as the literal has them: written without a sorted copy.
       return {
+        ...(baseDir === undefined ? {} : { baseDir }),
         file: fileIndex.get(skill.file)!,
         listed: skill.listed,
+        ...(location === undefined ? {} : { location }),
         mode: skill.mode,
-        source: skill.source,
-        ...(location === undefined ? {} : { baseDir, location }),
         ...(servedRows?.has(position) ? { served: true as const } : {}),
+        source: skill.source,
       };
     });
   }
@@ -192,7 +194,8 @@ function moduleJs(header: string, agents: readonly CompiledAgent[], bundled: rea
       const serving = served.byFile.get(skill.file);
       const record = lazyParts(function* () {
         yield "  function () { return ";
-        yield* jsonParts(skillFile(skill, new Slot({ body, ascii: true }), serving && servedData(serving, read)), MODULE_STYLE);
+        if (serving) yield* jsonParts(skillFile(skill, new Slot({ body, ascii: true }), servedData(serving, read)), MODULE_STYLE);
+        else yield* recordParts(skill, body);
         yield "; },\n";
       });
       yield { entry: entryKey(skill, frontmatterSchema, serving !== undefined), body, parts: record };
@@ -344,6 +347,27 @@ function skillFile(skill: AgentSkill, body: Slot | string, served: unknown): Rec
   const { name, description, file, location, baseDir, hash, fields, extra } = skill;
   // Keys in sorted order, as the literal has them: written without a sorted copy.
   return { baseDir, body, description, extra, fields, file, files: skill.files.map(({ path, size }) => ({ path, size })), hash, location, name, ...(served === undefined ? {} : { served }) };
+}
+
+/**
+ * A SKILL.md's record in a module (`skillFile`, nothing embedded) with its body in a slot: what `jsonParts` writes of
+ * it in the module style, written for this shape.
+ */
+function recordParts(skill: AgentSkill, body: number): Part[] {
+  const files = skill.files.map(({ path, size }) => ({ path, size }));
+  return [
+    literal(`{"baseDir":${JSON.stringify(skill.baseDir)},"body":`),
+    { body, ascii: true },
+    literal(
+      `,"description":${JSON.stringify(skill.description)},"extra":${JSON.stringify(sortedData(skill.extra))},"fields":${JSON.stringify(sortedData(skill.fields))}` +
+        `,"file":${JSON.stringify(skill.file)},"files":${JSON.stringify(files)},"hash":${JSON.stringify(skill.hash)},"location":${JSON.stringify(skill.location)},"name":${JSON.stringify(skill.name)}}`,
+    ),
+  ];
+}
+
+/** Compact JSON text as a module holds it: ASCII only, an own `__proto__` key written `["__proto__"]` (see `MODULE_STYLE`). */
+function literal(json: string): string {
+  return asciiOnly(json.includes('"__proto__":') ? json.replace(/([{,])"__proto__":/g, '$1["__proto__"]:') : json);
 }
 
 /** A JS literal of JSON data (no slots), ASCII only, keys sorted. */

@@ -34,12 +34,15 @@ export interface EntryPart {
   parts: Iterable<Part>;
 }
 
-/** An `Each` element that is a skill's entry: written as an `EntryPart` whose parts are the element's JSON. */
+/**
+ * An `Each` element that is a skill's entry: written as an `EntryPart` whose parts are the element's JSON, made by
+ * `write` (a writer for its shape, given the depth of the elements: what `jsonParts` of the same value gives).
+ */
 export class Entry {
   constructor(
     readonly key: string,
     readonly body: number,
-    readonly value: unknown,
+    readonly write: (depth: number) => Iterable<Part>,
   ) {}
 }
 
@@ -126,7 +129,7 @@ function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Gener
   for (let index = 0; index < each.items.length; index++) {
     yield `${index === 0 ? "[" : ","}${newline}`;
     const element = each.map(each.items[index]!, index);
-    if (element instanceof Entry) yield { entry: element.key, body: element.body, parts: lazyParts(() => jsonParts(element.value, style, depth)) };
+    if (element instanceof Entry) yield { entry: element.key, body: element.body, parts: lazyParts(() => element.write(depth)) };
     else yield* jsonParts(element, style, depth);
   }
   yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
@@ -163,6 +166,20 @@ const NONCE = randomBytes(16).toString("hex");
 /** What a hole is while JSON.stringify writes: a string holding U+0000 and the nonce, as JSON writes it. */
 const holeMarker = (index: number) => `\u0000${NONCE}:${index}`;
 const MARKER_START = `"\\u0000${NONCE}:`;
+
+/** `value` (plain data, no slots) with object keys in sorted order at every depth, as `jsonParts` writes it. */
+export function sortedData(value: unknown): unknown {
+  return sortedCopy(value, []);
+}
+
+/**
+ * JSON.stringify's two-space layout of `value` (plain data, keys sorted) for a place `depth` levels deep in a
+ * document: its lines after the first indented as the document around it would indent them.
+ */
+export function indentedJson(value: unknown, depth: number): string {
+  const text = JSON.stringify(value, null, 2);
+  return depth === 0 || !text.includes("\n") ? text : text.replaceAll("\n", `\n${"  ".repeat(depth)}`);
+}
 
 /**
  * `value` with object keys in sorted order and holes turned into markers; an object or array whose keys are
