@@ -153,14 +153,20 @@ describe("a rebuild where nothing changed", () => {
     expect(existsSync(join(dir, INPUTS))).toBe(true);
   }, 10_000);
 
-  it("a folder holding a link keeps nothing: where a link leads can change while the link does not", async () => {
+  it("links: kept, and a link that leads somewhere new (a broken link whose target appears) is walked again", async () => {
     const dir = settled[10]!;
-    await mkdir(join(dir, "shared/epsilon"), { recursive: true });
-    await writeFile(join(dir, "shared/epsilon/SKILL.md"), skillMd("epsilon"));
-    await symlink(join(dir, "shared"), join(dir, "skills/shared"));
+    // A link to a folder no build lists (a dot folder): only where the link leads can tell that it changed.
+    await mkdir(join(dir, "skills/.hidden"));
+    await symlink(".hidden/epsilon", join(dir, "skills/linked"));
+    await symlink("alpha", join(dir, "skills/also-alpha"));
     await settle();
+    expect((await run(dir)).cache.listed).toBeGreaterThan(0); // the root's folder changed: walked again
+    expect(existsSync(join(dir, INPUTS))).toBe(true);
+    expect((await run(dir)).cache).toMatchObject({ parsed: 0, listed: 0 });
+
+    await writeTree(dir, { "skills/.hidden/epsilon/SKILL.md": skillMd("epsilon") });
     expect((await run(dir)).written).toBe(true);
-    expect(existsSync(join(dir, INPUTS))).toBe(false);
+    expect(skillNames(dir)).toEqual(["alpha", "beta", "epsilon"]);
   }, 10_000);
 
   it("a check that finds a change hands its stats to the walk: what changes after them is in the next build", async () => {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readdirSync, statSync, type Dirent } from "node:fs";
+import { lstatSync, readdirSync, realpathSync, statSync, type Dirent } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
@@ -266,11 +266,12 @@ export class BuildCache {
   }
 
   /**
-   * What this build read, one line per folder (`d`) and file (`f`): a tab, its path relative to the config folder,
-   * a tab, its signature. If none of them changes, a build with the same config finds, reads and yields exactly
-   * the same; undefined when that cannot be told: something was read without a record (changed too recently, say),
-   * or a folder holds a link (where it leads can change while the link does not). The .gitignore files the walk
-   * read are stat'ed now: one settled now (changed before this build began) is what the walk read.
+   * What this build read, one line per folder (`d`), file (`f`) and link (`l`): a tab, its path relative to the
+   * config folder, a tab, its signature (for a link, `linkTarget`: where it leads). If none of them changes, a build
+   * with the same config finds, reads and yields exactly the same; undefined when that cannot be told: something
+   * was read without a record (changed too recently, say). A folder reached through a link is signed through it,
+   * as it was listed, and so is a file. The .gitignore files the walk read are stat'ed now: one settled now (changed
+   * before this build began) is what the walk read.
    */
   unchangedInputs(configDir: string): string | undefined {
     if (!this.complete) return undefined;
@@ -279,7 +280,13 @@ export class BuildCache {
       if (/[\t\n]/.test(path)) return undefined; // names a line cannot hold; rare enough to leave to the full build
       lines.push(`d\t${path}\t${record.stat}`);
       for (const entry of record.entries) {
-        if (entry[0] === "l") return undefined;
+        if (entry[0] === "l") {
+          // Where a link leads can change while the link does not: where it leads now (its real path and what is there).
+          const link = `${path}/${entry.slice(1)}`;
+          if (/[\t\n]/.test(link)) return undefined;
+          lines.push(`l\t${link}\t${linkTarget(resolve(configDir, link))}`);
+          continue;
+        }
         if (entry !== "f.gitignore") continue;
         const file = `${path}/.gitignore`;
         const stats = statSync(resolve(configDir, file), { bigint: true, throwIfNoEntry: false });
@@ -448,6 +455,20 @@ function statSignature(path: string): string | undefined {
     return bundleFileSignature(statSync(path, { bigint: true }));
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Where a link leads, as discovery goes by it: the kind (`d` folder, `f` file, `o` other) and real path of its
+ * target, or `-` for a link that leads nowhere (broken, a loop).
+ */
+export function linkTarget(path: string): string {
+  try {
+    const real = realpathSync.native(path);
+    const stats = lstatSync(real);
+    return `${stats.isDirectory() ? "d" : stats.isFile() ? "f" : "o"}${real}`;
+  } catch {
+    return "-";
   }
 }
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { lstatSync, realpathSync, rmSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
-import { BuildCache, isCurrentBundle, signatureOf, type BundleRecord } from "./cache.js";
+import { BuildCache, isCurrentBundle, linkTarget, signatureOf, type BundleRecord } from "./cache.js";
 import { restoreBodies, type Compilation } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
 import type { StatsTaken } from "./discover.js";
@@ -43,8 +43,13 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
     const [kind, path, signature] = line.split("\t");
     if (path === undefined) return undefined;
     const absolute = resolve(loaded.dir, path);
-    // Folders were signed through links (as listed), files as found; `unchangedInputs` leaves out folders holding links.
-    const stats = kind === "d" ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    if (kind === "l") {
+      if (linkTarget(absolute) !== signature) return undefined;
+      continue;
+    }
+    // Folders were signed through links (as listed); files as found, a link to a file by the file it leads to.
+    const found = kind === "d" ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
     if (stats) (kind === "d" ? taken.folders : taken.files).set(absolute, stats);
     if (!stats || signatureOf(stats) !== signature) return undefined;
     if (kind === "d") folders++;
