@@ -135,6 +135,41 @@ describe("skills build --watch", () => {
     expect(await watch.exited).toBe(0);
   }, 120_000);
 
+  it("prints a rebuild's new diagnostics only, and how many stay as they were", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+      "skills/beta/SKILL.md": skillMd("beta-renamed", "Runs beta checks."),
+    });
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    const { output } = watch;
+    await waitFor(() => output().includes("Watching"), "the first build", output);
+    expect(output()).toContain("[name-mismatch]");
+
+    // An edit that adds no warning: the old one is counted, not printed again.
+    let mark = output().length;
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    await waitFor(() => /Built in \d+ ms/.test(output().slice(mark)), "the rebuild's report", output);
+    expect(output().slice(mark)).not.toContain("[name-mismatch]");
+    expect(output().slice(mark)).toContain("1 diagnostic as before.");
+    expect(output().slice(mark)).toContain("0 errors, 1 warning");
+
+    // A new warning is printed; the old one, gone, is counted.
+    mark = output().length;
+    await writeFile(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks."));
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha-two", "Drafts alpha reports, edited."));
+    await waitFor(() => /Built in \d+ ms/.test(output().slice(mark)), "the rebuild's report", output);
+    await quiet(output);
+    expect(output().slice(mark)).toContain("skills/alpha/SKILL.md");
+    expect(output().slice(mark)).toMatch(/alpha-two[\s\S]*\[name-mismatch\]/);
+    expect(output().slice(mark)).toContain("gone.");
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
   it("a skills root moved away and back (a branch switch): the last good bundle stays, the return is built, later edits too", async () => {
     const { dir, watch, output, prompt } = await watchedProject();
     const good = await prompt();

@@ -2,6 +2,7 @@ import { join, relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
 import type { FileFixes } from "../../lint/files.js";
 import { ConfigError } from "../../compile/config.js";
+import type { Diagnostic } from "../../compile/diagnostics.js";
 import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
 import {
@@ -145,6 +146,7 @@ async function report(
   io: CommandIO,
   format: OutputFormat,
   limits: { strict: boolean; maxWarnings: number | undefined },
+  since?: readonly Diagnostic[],
 ): Promise<number> {
   const stale = result.stale ?? [];
   const style = styleFor(io.stderr, io.env);
@@ -158,8 +160,11 @@ async function report(
   } else if (format === "sarif") {
     writeJson(io.stdout, formatSarif(annotations));
   } else {
-    const report = formatPretty(result.diagnostics, style, await readSourceLines(result.diagnostics, result.config.dir, result.verified));
-    const summary = summaryLine(command, result, limits, io.cwd, style);
+    // In watch mode, after its first build: what is new since the last build, and how much stays as it was.
+    const { shown, unchanged, gone } = since ? changedDiagnostics(since, result.diagnostics) : { shown: result.diagnostics, unchanged: 0, gone: 0 };
+    const report = formatPretty(shown, style, await readSourceLines(shown, result.config.dir, result.verified));
+    const asBefore = unchanged + gone === 0 ? "" : `${style.dim(`${unchanged} ${unchanged === 1 ? "diagnostic" : "diagnostics"} as before${gone === 0 ? "" : `, ${gone} gone`}.`)}\n`;
+    const summary = `${asBefore}${summaryLine(command, result, limits, io.cwd, style)}`;
     write(io.stderr, report ? `${report}\n\n${summary}` : summary);
   }
   if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
@@ -207,6 +212,8 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
   process.once("SIGINT", abort).once("SIGTERM", abort);
   let firstError: unknown;
   let builds = 0;
+  /** The diagnostics of the last build that had an outcome: a rebuild prints only what is new since. */
+  let last: readonly Diagnostic[] | undefined;
   try {
     await watchBuild(
       options,
@@ -221,7 +228,8 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
           const roots = missingRoots.map((root) => shownPath(root, io.cwd)).join(", ");
           write(io.stderr, `Waiting for ${roots} to come back (moved or deleted); nothing built, the last good bundle stays.`);
         } else if (result) {
-          await report("build", result, values, io, format, { strict, maxWarnings });
+          await report("build", result, values, io, format, { strict, maxWarnings }, format === "pretty" ? last : undefined);
+          last = result.diagnostics;
           const parsed = `${result.cache.parsed} of ${result.cache.parsed + result.cache.reused} SKILL.md parsed`;
           write(io.stderr, `Built in ${Math.round(ms)} ms (${parsed})${result.ok ? "" : "; the last good bundle stays"}.`);
         } else {
@@ -240,6 +248,27 @@ async function watchAndReport(values: FlagValues, io: CommandIO): Promise<number
   }
   if (firstError !== undefined) throw firstError;
   return 0;
+}
+
+/**
+ * The diagnostics of `now` that `before` did not have (to show), and how many of `now` it had (unchanged) and of its
+ * own are gone. A diagnostic is the same when all it says is (its code, severity, place, message and hint).
+ */
+function changedDiagnostics(before: readonly Diagnostic[], now: readonly Diagnostic[]): { shown: Diagnostic[]; unchanged: number; gone: number } {
+  const key = (diagnostic: Diagnostic) => JSON.stringify([diagnostic.code, diagnostic.severity, diagnostic.file, diagnostic.line, diagnostic.column, diagnostic.message, diagnostic.hint]);
+  const earlier = new Map<string, number>();
+  for (const diagnostic of before) earlier.set(key(diagnostic), (earlier.get(key(diagnostic)) ?? 0) + 1);
+  const shown: Diagnostic[] = [];
+  let unchanged = 0;
+  for (const diagnostic of now) {
+    const left = earlier.get(key(diagnostic)) ?? 0;
+    if (left === 0) shown.push(diagnostic);
+    else {
+      earlier.set(key(diagnostic), left - 1);
+      unchanged++;
+    }
+  }
+  return { shown, unchanged, gone: before.length - unchanged };
 }
 
 /** Changed paths relative to the working folder, the first few by name. */
