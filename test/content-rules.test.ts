@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
 import { bodyLinks } from "../src/compile/body-links.js";
+import { bodyLengthFinding } from "../src/compile/content-rules.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 describe("bodyLinks", () => {
@@ -55,6 +56,14 @@ describe("link-broken", () => {
 });
 
 describe("body-too-long", () => {
+  it("fires at 500 lines, as the Agent Skills specification recommends under 500, and not at 499", () => {
+    const lines = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}`).join("\n");
+    expect(bodyLengthFinding("long/SKILL.md", lines(499), 5, undefined)).toBeUndefined();
+    expect(bodyLengthFinding("long/SKILL.md", lines(500), 5, undefined)).toMatchObject({ code: "body-too-long", line: 5, message: /^the body is 500 lines;/ });
+    expect(bodyLengthFinding("long/SKILL.md", "x", 5, 4_999)).toBeUndefined();
+    expect(bodyLengthFinding("long/SKILL.md", "x", 5, 5_000)?.message).toMatch(/^the body is 5,000 tokens;/);
+  });
+
   it("counts tokens as well as lines: a short body of many tokens is too long", async () => {
     const dir = await project({ "skills/dense/SKILL.md": skillMd("dense", "Dense.", Array.from({ length: 3000 }, (_, i) => `w${i}x${i * 7}`).join(" ")) }, { "body-too-long": "warn" });
     const [diagnostic] = (await check({ cwd: dir })).diagnostics.filter((d) => d.code === "body-too-long");

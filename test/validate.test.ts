@@ -4,14 +4,8 @@ import { validateSkill } from "../src/compile/validate.js";
 import { skillMd } from "./helpers.js";
 
 const validate = (text: string, folder: string) => validateSkill(`${folder}/SKILL.md`, folder, parseSkillFile(`${folder}/SKILL.md`, new TextEncoder().encode(text), false)).findings;
-const lines = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}`).join("\n");
 
 describe("validateSkill", () => {
-  it("body-too-long past 500 lines, not at 500", () => {
-    expect(validate(skillMd("long", "Long body.", lines(500)), "long")).toEqual([]);
-    expect(validate(skillMd("long", "Long body.", lines(501)), "long")).toMatchObject([{ code: "body-too-long", message: "the body is 501 lines, over 500" }]);
-  });
-
   it("compares the name with its folder's in NFC: an NFD folder (as macOS writes names) matches", () => {
     // Not a valid name (name-invalid, a warning), but kept: what a team writes in its own language.
     const mismatches = (name: string, folder: string) => validate(skillMd(name), folder).filter((finding) => finding.code === "name-mismatch");
