@@ -26,9 +26,11 @@ const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 
 export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
   const links: BodyLink[] = [];
+  if (!body.includes("](") && !body.includes("]:")) return links;
   let fence: string | undefined;
   body.split("\n").forEach((rawLine, index) => {
-    const fenceMatch = FENCE.exec(rawLine);
+    // Most lines hold neither a fence nor a link: two substring searches tell.
+    const fenceMatch = rawLine.includes("```") || rawLine.includes("~~~") ? FENCE.exec(rawLine) : null;
     if (fence !== undefined) {
       if (fenceMatch && fenceMatch[1]![0] === fence[0] && fenceMatch[1]!.length >= fence.length && rawLine.trim() === fenceMatch[1]) fence = undefined;
       return;
@@ -37,6 +39,7 @@ export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
       fence = fenceMatch[1]!;
       return;
     }
+    if (!rawLine.includes("](") && !rawLine.includes("]:")) return;
     const line = withoutCodeSpans(rawLine);
     const found = (target: string, at: number) => {
       const path = linkPath(target);
