@@ -60,7 +60,7 @@ export interface BuildOptions extends CheckOptions {
 export interface StaleFile {
   /** Relative to the outDir, `/`-separated. */
   path: string;
-  /** `changed`: other content on disk; `missing`: not on disk; `extra`: on disk only (a build removes it). */
+  /** `changed`: other content on disk; `missing`: not on disk; `extra`: on disk only (a build refuses to replace a folder holding it). */
   state: "changed" | "missing" | "extra";
   /** What stands on disk in place of a regular file, never read or diffed: "a symlink; not followed", "below prompts, a symlink; not followed". */
   notFollowed?: string;

@@ -90,7 +90,7 @@ describe("skills build --check", () => {
       expect.arrayContaining([
         "  missing  manifest.json",
         "  changed  prompts/coding.txt",
-        "  extra    prompts/retired.txt (not in the new bundle; a build removes it)",
+        "  extra    prompts/retired.txt (not written by skillbake; a build will not delete it)",
       ]),
     );
     expect(diff.split("\n")).toEqual([
@@ -106,7 +106,21 @@ describe("skills build --check", () => {
       "   </skill>",
       "   <skill>",
     ]);
-    expect(fix).toBe("Run `skills build --config skills.config.ts --out 'out dir'` to update it.\n");
+    expect(fix).toBe("Move the extra files out, then run `skills build --config skills.config.ts --out 'out dir'` to update it.\n");
+  });
+
+  it("says a file in the bundle that skillbake did not write must be moved out, as a build refuses to delete it", async () => {
+    const dir = await builtProject();
+    await writeTree(dir, { "dist/skills/notes.md": "the team's notes" });
+    const check = await runCli(["build", "--check"], { cwd: dir });
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain("  extra  notes.md (not written by skillbake; a build will not delete it)\n\nMove the extra files out, then run `skills build` to update it.\n");
+    const refused = await runCli(["build"], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(await readFile(join(dir, "dist/skills/notes.md"), "utf8")).toBe("the team's notes");
+    await rm(join(dir, "dist/skills/notes.md"));
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await runCli(["build", "--check"], { cwd: dir })).code).toBe(0);
   });
 
   it("shows control and bidi characters in the outDir, stale paths and the prompt diff escaped", async () => {
@@ -131,7 +145,7 @@ describe("skills build --check", () => {
       "Checked 1 agent, 1 skill; 0 errors, 1 warning",
       expect.stringMatching(/^out\\nput\\x1b\[2K\\u202e is out of date: \d+ files differ from a fresh build\.$/),
     ]);
-    expect(listing.split("\n")).toContain("  extra    prompts/old\\nagent\\x1b[2K\\u202e.txt (not in the new bundle; a build removes it)");
+    expect(listing.split("\n")).toContain("  extra    prompts/old\\nagent\\x1b[2K\\u202e.txt (not written by skillbake; a build will not delete it)");
     expect(diff.split("\n")).toEqual([
       "--- prompts/main.txt (on disk)",
       "+++ prompts/main.txt (fresh build)",
@@ -145,7 +159,7 @@ describe("skills build --check", () => {
       "   </skill>",
       " </available_skills>",
     ]);
-    expect(fix).toBe("Run `skills build` to update it.\n");
+    expect(fix).toBe("Move the extra files out, then run `skills build` to update it.\n");
   });
 
   it("reports the stale files and the diff in --format json", async () => {

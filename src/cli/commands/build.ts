@@ -282,14 +282,15 @@ function staleReport(result: BuildResult, values: FlagValues, cwd: string): stri
   const width = Math.max(...result.stale.map(({ state }) => state.length));
   const lines = [`${shownPath(result.outDir, cwd)} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
   for (const { path, state, notFollowed } of result.stale) {
-    const note = state === "extra" ? " (not in the new bundle; a build removes it)" : notFollowed ? ` (${escapeInvisible(notFollowed)})` : "";
+    const note = state === "extra" ? " (not written by skillbake; a build will not delete it)" : notFollowed ? ` (${escapeInvisible(notFollowed)})` : "";
     lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${note}`);
   }
   // Line by line: the diff's line breaks are its layout and the prompt's tabs are text, but a skill's name or
   // description in the prompt may hold control or bidi characters.
   if (result.staleDiff) lines.push("", ...result.staleDiff.split("\n").map((line) => escapeInvisible(line, { keepTabs: true })));
   const fix = ["skills build", ...(["config", "out"] as const).flatMap((flag) => (typeof values[flag] === "string" ? [`--${flag}`, shellQuote(values[flag])] : []))];
-  lines.push("", `Run \`${fix.join(" ")}\` to update it.`);
+  const extra = result.stale.some(({ state }) => state === "extra");
+  lines.push("", `${extra ? "Move the extra files out, then run" : "Run"} \`${fix.join(" ")}\` to update it.`);
   return lines.join("\n");
 }
 
