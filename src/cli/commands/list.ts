@@ -125,7 +125,8 @@ function formatAgent(agent: AgentListing): string {
       [skill.hidden ? "hidden" : "", skill.dropped ? "dropped by the budget" : "", skill.userInvocable ? "" : "not user-invocable"].filter(Boolean).join(", "),
     ]),
   ];
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  // A reduce, not Math.max(...): a catalogue of 200,000 skills would exceed the call stack's arguments.
+  const widths = rows[0]!.map((_, column) => rows.reduce((width, row) => Math.max(width, row[column]!.length), 0));
   const lines = rows.map((row) =>
     `  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ")}`.trimEnd(),
   );
