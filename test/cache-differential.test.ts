@@ -4,40 +4,48 @@ import { dirname, join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { build, BuildSession, buildInSession, type BuildResult } from "../src/api.js";
-import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
+import { bundledSkills, bundleOf, bundleTexts } from "../src/bundle/bundle.js";
+import { devModules } from "../src/bundle/module.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
+import { VirtualSkills } from "../src/plugins/virtual-modules.js";
 import { sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /**
  * Differential tests of every cache a build goes by (the build cache's records, the rebuild where nothing changed,
- * the bundle copied from, a watching session's discovery): random sequences of edits, each followed by a build
- * through the caches, whose bundle must be byte for byte what a compilation without any cache makes.
+ * the bundle copied from, a watching session's discovery, a dev server's record modules): random sequences of edits, each followed by a build
+ * through the caches, whose bundle (or a dev server's modules) must be byte for byte what a compilation without any
+ * cache makes.
  */
 
 /** One edit; `pick` chooses among what is there when it is made, so a sequence applies to any state. */
 type Edit =
-  | { kind: "body" | "description" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
+  | { kind: "body" | "description" | "undescribed" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
   | { kind: "add"; pick: number; withResource: boolean }
-  | { kind: "link-folder" | "gitignore" | "config" | "environment" | "nothing" };
+  | { kind: "link-folder" | "gitignore" | "config" | "parse-setting" | "environment" | "nothing" };
 
 // Edits of contents (what a rebuild sees most) are drawn three times as often as the others.
 const edit: fc.Arbitrary<Edit> = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constantFrom("body", "description", "resource", "link-file"), pick: fc.nat(), sameSize: fc.boolean() }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constantFrom("body", "description", "undescribed", "resource", "link-file"), pick: fc.nat(), sameSize: fc.boolean() }), weight: 3 },
   fc.record({ kind: fc.constantFrom("break", "remove", "rename"), pick: fc.nat(), sameSize: fc.boolean() }),
   fc.record({ kind: fc.constant("add"), pick: fc.nat(), withResource: fc.boolean() }),
-  fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "environment", "nothing") }),
+  fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "parse-setting", "environment", "nothing") }),
 ) as fc.Arbitrary<Edit>;
 
-/** A TypeScript config (transpiled, and its output cached) that imports its `location` from another file. */
-const CONFIG = `import { location } from "./location.ts";\n\nexport default { location, agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "more" }, { root: "skills" }] } } };\n`;
+/**
+ * A TypeScript config (transpiled, and its output cached) that imports its `location` from one file and its
+ * `descriptionFallback` (a parse setting: the same SKILL.md bytes give another description) from another.
+ */
+const CONFIG = `import { location } from "./location.ts";\nimport { descriptionFallback } from "./parsing.ts";\n\nexport default { location, descriptionFallback, agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "more" }, { root: "skills" }] } } };\n`;
 const LOCATION = (location: "relative" | "absolute") => `export const location = "${location}";\n`;
+const PARSING = (fallback: boolean) => `export const descriptionFallback = ${fallback ? '"first-paragraph"' : "undefined"};\n`;
 
 async function project(): Promise<string> {
   const dir = await tempDir("skillbake-differential-");
   await writeTree(dir, {
     "skills.config.ts": CONFIG,
     "location.ts": LOCATION("relative"),
+    "parsing.ts": PARSING(false),
     "skills/area/alpha/SKILL.md": skillMd("alpha"),
     "skills/area/beta/SKILL.md": skillMd("beta"),
     "skills/area/beta/references/guide.md": "# Guide\n",
@@ -71,6 +79,7 @@ async function apply(dir: string, edit: Edit): Promise<string[]> {
   switch (edit.kind) {
     case "body":
     case "description":
+    case "undescribed":
     case "break": {
       if (!folder) return [];
       const file = at(`${folder}/SKILL.md`);
@@ -80,6 +89,8 @@ async function apply(dir: string, edit: Edit): Promise<string[]> {
       if (edit.kind === "body" && edit.sameSize && swapped !== text) await sameSizeEdit(file, swapped);
       else if (edit.kind === "body") await writeFile(file, `${text}More steps ${counter++}.\n`);
       else if (edit.kind === "description") await writeFile(file, text.replace(/^description: .*$/m, `description: Edited ${counter++} times. Use when needed.`));
+      // No description: an error, or the body's first paragraph under descriptionFallback.
+      else if (edit.kind === "undescribed") await writeFile(file, text.replace(/^description: .*\n/m, ""));
       else await writeFile(file, text.replace(/^description: .*$/m, "description: [broken"));
       return [file];
     }
@@ -143,6 +154,11 @@ async function apply(dir: string, edit: Edit): Promise<string[]> {
       await sameSizeEdit(file, LOCATION((await readFile(file, "utf8")).includes('"relative"') ? "absolute" : "relative"));
       return [file];
     }
+    case "parse-setting": {
+      const file = at("parsing.ts");
+      await writeFile(file, PARSING((await readFile(file, "utf8")).includes("undefined")));
+      return [file];
+    }
     case "environment":
       if (process.env.SKILLS_PROMPT_CHAR_BUDGET === undefined) process.env.SKILLS_PROMPT_CHAR_BUDGET = "400";
       else delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
@@ -174,24 +190,41 @@ async function expectClean(dir: string, result: BuildResult): Promise<void> {
   expect(filesUnder(join(dir, "dist/skills"))).toEqual(bundleTexts(bundleOf(clean)));
 }
 
+/** The dev modules a compilation without any cache makes, by virtual id; undefined when it has an error. */
+async function cleanDevModules(dir: string): Promise<Map<string, string> | undefined> {
+  const clean = await compile(await loadConfig(undefined, dir));
+  if (clean.diagnostics.some((diagnostic) => diagnostic.severity === "error")) return undefined;
+  const modules = devModules(clean, bundledSkills(clean), (records) => `virtual:skills/~records/${records}`);
+  const idOf = (path: string) => (path === "index.js" ? "virtual:skills" : path.startsWith("records/") ? `virtual:skills/~${path}` : `virtual:skills/${path.slice("agents/".length, -".js".length)}`);
+  return new Map([...modules].map(([path, module]) => [idOf(path), module.text]));
+}
+
+/** Every module a dev server's `VirtualSkills` serves, by virtual id (its record modules found by number). */
+function servedModules(virtual: VirtualSkills): Map<string, string> {
+  const ids = [...virtual.ids(), ...Array.from({ length: 64 }, (_, records) => `virtual:skills/~records/${records}`)];
+  return new Map(ids.flatMap((id) => (virtual.module(id) === undefined ? [] : [[id, virtual.module(id)!] as const])));
+}
+
+type State = { session?: BuildSession; virtual?: VirtualSkills };
+
 /**
- * Runs random edit sequences, each step built by `step`. Time is moved 10 s ahead, so that every file is past the
- * racy window and the caches are used as after a pause; a build is followed by a pause longer than a timestamp
- * tick, so the next edit cannot share its times with what the build recorded.
+ * Runs random edit sequences, each step built and checked by `step`. Time is moved 10 s ahead, so that every file is
+ * past the racy window and the caches are used as after a pause; a build is followed by a pause longer than a
+ * timestamp tick, so the next edit cannot share its times with what the build recorded.
  */
-async function differential(step: (dir: string, reported: string[], state: { session?: BuildSession }) => Promise<BuildResult>, edits = edit): Promise<void> {
+async function differential(step: (dir: string, reported: string[], state: State) => Promise<void>, edits = edit): Promise<void> {
   const now = Date.now.bind(Date);
   vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
   await fc.assert(
     fc.asyncProperty(fc.array(edits, { minLength: 1, maxLength: 10 }), async (edits) => {
       const dir = await project();
-      const state = {};
+      const state: State = {};
       delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
-      await expectClean(dir, await step(dir, [], state));
+      await step(dir, [], state);
       for (const change of edits) {
         const reported = await apply(dir, change);
         await new Promise((resolve) => setTimeout(resolve, 15));
-        await expectClean(dir, await step(dir, reported, state));
+        await step(dir, reported, state);
         await new Promise((resolve) => setTimeout(resolve, 15));
       }
     }),
@@ -204,20 +237,34 @@ afterEach(() => {
   delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
 });
 
+// A running process's environment does not change: a session's edits are the files'.
+const fileEdits = edit.filter((change) => change.kind !== "environment");
+
 describe("caches against a clean build, over random edit sequences", () => {
   it("`skills build`: the build cache, the rebuild where nothing changed, the bundle copied from", async () => {
-    await differential((dir) => build({ cwd: dir }));
+    await differential(async (dir) => expectClean(dir, await build({ cwd: dir })));
   }, 300_000);
 
   it("a watching session: its last discovery, with the changes a watcher reports, or those `missedChanges` finds", async () => {
     let reports = 0;
-    // A running process's environment does not change: the session's edits are the files'.
-    const fileEdits = edit.filter((change) => change.kind !== "environment");
     await differential(async (dir, reported, state) => {
       state.session ??= new BuildSession({ watched: true });
       // Half the time the watcher tells nothing: the check after the last build must find what changed.
       state.session.noteChanges(reports++ % 2 === 0 ? reported : state.session.missedChanges());
-      return buildInSession({ cwd: dir }, state.session);
+      await expectClean(dir, await buildInSession({ cwd: dir }, state.session));
+    }, fileEdits);
+  }, 300_000);
+
+  it("a dev server: its record modules kept while their skills show the same, over the build cache in memory", async () => {
+    let reports = 0;
+    await differential(async (dir, reported, state) => {
+      state.virtual ??= new VirtualSkills({}, dir, true);
+      state.virtual.noteChanges(reports++ % 2 === 0 ? reported : state.virtual.missedChanges());
+      const update = await state.virtual.update();
+      const clean = await cleanDevModules(dir);
+      // A compilation with an error keeps the last good modules: only a clean one must show the same.
+      expect(update.failure === undefined).toBe(clean !== undefined);
+      if (clean) expect(servedModules(state.virtual)).toEqual(clean);
     }, fileEdits);
   }, 300_000);
 });
