@@ -1,9 +1,11 @@
 import { execFileSync } from "node:child_process";
+import { lstatSync, statSync, utimesSync } from "node:fs";
 import { lstat, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
 import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
+import { BuildCache, settledSignatures, signatureOf } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -249,5 +251,163 @@ describe("cache files", () => {
     await rm(`${file}.${process.pid}.tmp`);
     writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
     expect(readCacheFile(file, 1, "key")).toEqual({ a: 1 });
+  });
+});
+
+/** A cache file's payload passed through `edit` and written back under a valid header: its format, key and checksum right. */
+async function rewriteCache(dir: string, edit: (contents: Record<string, any>) => void): Promise<void> {
+  const [header, payload] = (await readFile(join(dir, CACHE), "utf8")).split("\n");
+  const { format, key } = JSON.parse(header!) as { format: number; key: string };
+  const contents = JSON.parse(payload!) as Record<string, any>;
+  edit(contents);
+  writeCacheFile(join(dir, CACHE), format, key, JSON.stringify(contents));
+}
+
+/** A valid SKILL.md outcome as `validate` gives it. */
+const outcome = (extra: Record<string, unknown>) => ({ findings: [], content: { name: "x", description: "d", fields: {}, extra, body: "", bodyLine: 4, links: [] } });
+
+describe("build cache: a record of the wrong shape in a cache file (its checksum right) is never used", () => {
+  it("a skill record: the SKILL.md is parsed again", async () => {
+    const dir = await project();
+    await run(dir);
+    const path = "skills/folder/SKILL.md"; // an error (name-mismatch) in its findings
+    const original = await readFile(join(dir, CACHE), "utf8");
+    const record = JSON.parse(original.split("\n")[1]!).skills[path];
+    expect(record.findings.map((finding: { code: string }) => finding.code)).toContain("name-mismatch");
+    const parsedWith = async (edit: (record: Record<string, any>) => void) => {
+      await writeFile(join(dir, CACHE), original);
+      await rewriteCache(dir, (contents) => edit(contents.skills[path]));
+      const cache = BuildCache.open(await loadConfig(undefined, dir));
+      let parsed = false;
+      const result = cache.skill(path, "folder", record.hash, () => ((parsed = true), { findings: [] }));
+      return { parsed, result };
+    };
+    const reused = await parsedWith(() => {});
+    expect(reused.parsed).toBe(false);
+    expect(reused.result.content!.name).toBe("other-name");
+    expect((await parsedWith((r) => delete r.content)).parsed).toBe(false); // a skill a skip rule hit has no content
+    for (const edit of [
+      (r: Record<string, any>) => (r.findings = "name-mismatch"),
+      (r: Record<string, any>) => (r.findings = [null]),
+      (r: Record<string, any>) => (r.findings = [...r.findings, { code: "no-such-rule", message: "m" }]),
+      (r: Record<string, any>) => (r.findings = [...r.findings, { code: "name-mismatch" }]),
+      (r: Record<string, any>) => (r.content.name = 1),
+      (r: Record<string, any>) => delete r.content.description,
+      (r: Record<string, any>) => (r.content.bodyLine = 1.5),
+      (r: Record<string, any>) => (r.content.links = {}),
+      (r: Record<string, any>) => (r.content.fields = []),
+      (r: Record<string, any>) => (r.content.fields = null),
+      (r: Record<string, any>) => (r.content.extra = null),
+    ]) {
+      expect((await parsedWith(edit)).parsed, String(edit)).toBe(true);
+    }
+  });
+
+  it("a folder record: the folder is listed again; a valid one's entries keep their kinds", async () => {
+    const dir = await project();
+    const skills = join(dir, "skills");
+    const stats = statSync(skills, { bigint: true });
+    await run(dir);
+    const original = await readFile(join(dir, CACHE), "utf8");
+    const listing = async (entries: unknown) => {
+      await writeFile(join(dir, CACHE), original);
+      await rewriteCache(dir, (contents) => (contents.folders.skills = { stat: signatureOf(stats), entries }));
+      const cache = BuildCache.open(await loadConfig(undefined, dir));
+      const listed = cache.listFolder(skills, "skills");
+      return { listed, fromCache: cache.folderStats.unlisted === 1 };
+    };
+    const cached = await listing(["dalpha", "fREADME.md", "llinked"]);
+    expect(cached.fromCache).toBe(true);
+    expect(cached.listed.map((entry) => [entry.name, entry.isFile(), entry.isDirectory(), entry.isSymbolicLink()])).toEqual([
+      ["alpha", false, true, false],
+      ["README.md", true, false, false],
+      ["linked", false, false, true],
+    ]);
+    expect(cached.listed.some((entry) => entry.isFIFO() || entry.isSocket() || entry.isCharacterDevice() || entry.isBlockDevice())).toBe(false);
+    for (const entries of ["dalpha", ["dalpha", "f"], ["dalpha", ""], ["dalpha", "xname"], ["dalpha", 5]]) {
+      const again = await listing(entries);
+      expect(again.fromCache, JSON.stringify(entries)).toBe(false);
+      expect(again.listed.map((entry) => entry.name).sort()).toEqual(["alpha", "beta", "folder", "gamma"]);
+    }
+  });
+
+  it("a file record: the file is read again", async () => {
+    const dir = await project();
+    const file = join(dir, "skills/beta/references/guide.md");
+    const stats = lstatSync(file, { bigint: true });
+    await run(dir);
+    const original = await readFile(join(dir, CACHE), "utf8");
+    const known = async (record: Record<string, unknown>) => {
+      await writeFile(join(dir, CACHE), original);
+      await rewriteCache(dir, (contents) => (contents.files["skills/beta/references/guide.md"] = record));
+      return BuildCache.open(await loadConfig(undefined, dir)).knownFile("skills/beta/references/guide.md", stats);
+    };
+    const sha256 = "0".repeat(64);
+    expect(await known({ stat: signatureOf(stats), size: 8, sha256 })).toEqual({ size: 8, sha256 });
+    for (const record of [{ stat: signatureOf(stats), size: 8.5, sha256 }, { stat: signatureOf(stats), size: "8", sha256 }, { stat: signatureOf(stats), size: 8, sha256: 0 }, { stat: `${signatureOf(stats)}1`, size: 8, sha256 }]) {
+      expect(await known(record), JSON.stringify(record)).toBeUndefined();
+    }
+  });
+
+  it("a cache whose records are not objects is ignored whole", async () => {
+    for (const edit of [(c: Record<string, any>) => (c.files = null), (c: Record<string, any>) => (c.folders = "x"), (c: Record<string, any>) => (c.skills = 5)]) {
+      const dir = await project();
+      const first = await run(dir);
+      await rewriteCache(dir, edit);
+      const after = await run(dir);
+      expect(after.cache, String(edit)).toMatchObject({ parsed: 4, reused: 0 });
+      expect(comparable(after)).toEqual(comparable(first));
+    }
+  });
+
+  it("token counts: used only in the encoding they were counted in, and only as text", async () => {
+    const dir = await project();
+    await run(dir);
+    const original = await readFile(join(dir, CACHE), "utf8");
+    const counts = async (tokens: unknown, encoding: string) => {
+      await writeFile(join(dir, CACHE), original);
+      await rewriteCache(dir, (contents) => (contents.tokens = tokens));
+      return BuildCache.open(await loadConfig(undefined, dir)).tokenCounts(encoding);
+    };
+    expect(await counts({ encoding: "o200k_base", counts: "3,4" }, "o200k_base")).toBe("3,4");
+    expect(await counts({ encoding: "o200k_base", counts: "3,4" }, "cl100k_base")).toBeUndefined();
+    expect(await counts({ encoding: "o200k_base", counts: [3, 4] }, "o200k_base")).toBeUndefined();
+    expect(await counts(undefined, "o200k_base")).toBeUndefined();
+  });
+
+  it("an outcome JSON cannot carry exactly (NaN, ±Infinity, -0, a Date) is not cached; null, nested values and absent members are", async () => {
+    const dir = await project();
+    const loaded = await loadConfig(undefined, dir);
+    const parsedAgain = (extra: Record<string, unknown>) => {
+      const cache = BuildCache.open(loaded);
+      cache.skill("skills/x/SKILL.md", "x", "h", () => outcome(extra));
+      cache.nextBuild();
+      let parsed = false;
+      cache.skill("skills/x/SKILL.md", "x", "h", () => ((parsed = true), outcome(extra)));
+      return parsed;
+    };
+    for (const extra of [{ n: 1, s: "s", b: true, z: null, list: [1, [2]], map: { a: { b: 0 } }, gone: undefined }, {}]) expect(parsedAgain(extra), JSON.stringify(extra)).toBe(false);
+    for (const extra of [{ n: Number.NaN }, { n: Number.POSITIVE_INFINITY }, { n: -0 }, { list: [1, Number.NaN] }, { map: { a: -0 } }, { when: new Date(0) }, { big: 1n }]) {
+      expect(parsedAgain(extra), String(Object.values(extra)[0])).toBe(true);
+    }
+  });
+});
+
+describe("settled signatures (the config's inputs)", () => {
+  it("a file's signature only when both its times are older than the racy window before `since`; none for a missing file", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "skills.config.json");
+    await writeFile(file, "{}");
+    const stats = statSync(file, { bigint: true });
+    const racy = 2_000_000_000n;
+    expect(settledSignatures([file], stats.ctimeNs + racy + 1n)).toBe(signatureOf(stats));
+    expect(settledSignatures([file, file], stats.ctimeNs + racy + 1n)).toBe(`${signatureOf(stats)}\n${signatureOf(stats)}`);
+    expect(settledSignatures([file], stats.ctimeNs + racy)).toBeUndefined();
+    expect(settledSignatures([file, join(dir, "missing.json")], stats.ctimeNs + racy + 1n)).toBeUndefined();
+    const later = new Date(Number((stats.ctimeNs + 3_600_000_000_000n) / 1_000_000n)); // an mtime an hour after the ctime
+    utimesSync(file, later, later);
+    const moved = statSync(file, { bigint: true });
+    expect(settledSignatures([file], moved.ctimeNs + racy + 1n)).toBeUndefined();
+    expect(settledSignatures([file], moved.mtimeNs + racy + 1n)).toBe(signatureOf(moved));
   });
 });

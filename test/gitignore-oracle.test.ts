@@ -184,6 +184,7 @@ const EXAMPLES: Record<string, Tree> = {
   "names are compared case-sensitively": treeOf(["c.log", "C.LOG", "sub/c.log", "SKILL.md"], { "": "*.LOG\n", sub: "*.LOG\n" }),
   "a byte order mark before the first pattern": treeOf(["a", "sub/a", "SKILL.md"], { "": "\uFEFFa\n", sub: "\uFEFFa\n" }),
   "trailing spaces, escaped and not, and CRLF": treeOf(["a", "b ", "sub/a", "sub/b ", "SKILL.md"], { "": "a  \r\n", sub: "b\\ \r\na \n" }),
+  "a folder-only name pattern with CRLF in a deeper file matches folders at every depth below it": treeOf(["sub/a/b/x", "sub/b/x", "SKILL.md"], { sub: "b/\r\n" }),
   "lines that are empty once read: blank, a lone !, a lone /, with LF or CRLF": treeOf(["a", "sub/a", "sub/b/c", "SKILL.md"], { sub: "\n!\n/\n \n\r\n!\r\n/\r\n \r\n! \r\n" }),
   "** at the start, in the middle and at the end of a deeper file's pattern": treeOf(["sub/a/x/b", "sub/a/b", "sub/b", "sub/q/a", "sub/a/q", "SKILL.md"], { sub: "**/b\na/**/b\na/**\n!a/q\n" }),
 };
