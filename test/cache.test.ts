@@ -411,3 +411,28 @@ describe("settled signatures (the config's inputs)", () => {
     expect(settledSignatures([file], moved.mtimeNs + racy + 1n)).toBe(signatureOf(moved));
   });
 });
+
+describe("build cache: written only when a record changes", () => {
+  it("a build that reuses every record leaves the cache file alone; one that drops a record or adds one rewrites it", async () => {
+    const dir = await project();
+    const loaded = await loadConfig(undefined, dir);
+    const stats = (file: string) => ({ ...lstatSync(join(dir, file), { bigint: true }), mtimeNs: 1n, ctimeNs: 1n }); // settled long ago
+    const files = ["skills/alpha/SKILL.md", "skills/beta/SKILL.md"];
+    const inode = async () => (await stat(join(dir, CACHE))).ino; // the file is replaced by a rename: a new inode
+    const first = BuildCache.open(loaded);
+    for (const file of files) first.recordFile(file, stats(file), 1, "0".repeat(64));
+    first.save();
+    const written = await inode();
+
+    const same = BuildCache.open(loaded);
+    for (const file of files) expect(same.knownFile(file, stats(file))).toBeDefined();
+    same.save();
+    expect(await inode()).toBe(written);
+
+    const fewer = BuildCache.open(loaded);
+    expect(fewer.knownFile(files[0]!, stats(files[0]!))).toBeDefined();
+    fewer.save();
+    expect(await inode()).not.toBe(written);
+    expect(Object.keys(JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[1]!).files)).toEqual([files[0]]);
+  });
+});

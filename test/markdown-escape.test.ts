@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { micromark } from "micromark";
 import { gfm, gfmHtml } from "micromark-extension-gfm";
 import { describe, expect, it } from "vitest";
-import { escapeInvisible, escapeMarkdown } from "../src/compile/terminal.js";
+import { escapeInvisible, escapeMarkdown, escapeWorkflowCommands, escapeWorkflowCommandsInJson, styleFor } from "../src/compile/terminal.js";
 
 /** GitHub Flavored Markdown as GitHub renders it (tables, autolinks, raw HTML allowed, as its sanitizer comes later). */
 function render(markdown: string): string {
@@ -65,5 +65,61 @@ describe("escapeMarkdown", () => {
 
   it("leaves letters, digits, spaces and other scripts as they are", () => {
     expect(escapeMarkdown("Drafts reports in 日本語 and é")).toBe("Drafts reports in 日本語 and é");
+  });
+});
+
+describe("escapeInvisible", () => {
+  it("shows line breaks, tabs, control, bidi and tag characters JSON-style, by the shortest escape that holds each; other text as it is", () => {
+    expect(escapeInvisible("a\nb\rc\td\u0000e\u001bf\u007fg\u009fh\u061ci\u202ej\u{e0041}k é日本😀")).toBe(
+      "a\\nb\\rc\\td\\x00e\\x1bf\\x7fg\\x9fh\\u061ci\\u202ej\\u{e0041}k é日本😀",
+    );
+  });
+
+  it("keepTabs leaves tabs and escapes the rest", () => {
+    expect(escapeInvisible("a\tb\nc\u001b", { keepTabs: true })).toBe("a\tb\\nc\\x1b");
+  });
+});
+
+describe("escapeWorkflowCommands", () => {
+  it("escapes the first colon of a :: that starts a line after any whitespace, NEL included, and the bracket of every ##[", () => {
+    expect(escapeWorkflowCommands("::error file=a::forged")).toBe("\\x3a:error file=a::forged");
+    expect(escapeWorkflowCommands("ok\n \t\u0085::add-mask::x\r\n::stop-commands::t")).toBe("ok\n \t\u0085\\x3a:add-mask::x\r\n\\x3a:stop-commands::t");
+    expect(escapeWorkflowCommands("a ##[group]b ##[endgroup]")).toBe("a ##\\x5bgroup]b ##\\x5bendgroup]");
+  });
+
+  it("leaves a :: inside a line, a single colon and a ## without a bracket as they are", () => {
+    for (const text of ["a::b", ": :x", ":x::", "## heading", "#[x]"]) expect(escapeWorkflowCommands(text)).toBe(text);
+  });
+
+  it("in JSON, escapes the bracket of ##[ as \\u005b, which parses to the same text", () => {
+    const json = JSON.stringify({ message: "##[error]x ##[" });
+    const escaped = escapeWorkflowCommandsInJson(json);
+    expect(escaped).toBe('{"message":"##\\u005berror]x ##\\u005b"}');
+    expect(JSON.parse(escaped)).toEqual(JSON.parse(json));
+  });
+});
+
+describe("styleFor", () => {
+  const colours = (stream: { isTTY?: boolean }, env: Record<string, string>) => {
+    const style = styleFor(stream, env);
+    return [style.red("r"), style.yellow("y"), style.dim("d"), style.bold("b")].join(" ");
+  };
+  const ON = "\u001b[31mr\u001b[39m \u001b[33my\u001b[39m \u001b[2md\u001b[22m \u001b[1mb\u001b[22m";
+  const OFF = "r y d b";
+
+  it("colours a terminal; not a pipe, nor when NO_COLOR is set", () => {
+    expect(colours({ isTTY: true }, {})).toBe(ON);
+    expect(colours({ isTTY: false }, {})).toBe(OFF);
+    expect(colours({}, {})).toBe(OFF);
+    expect(colours({ isTTY: true }, { NO_COLOR: "1" })).toBe(OFF);
+  });
+
+  it("FORCE_COLOR, when set and not empty, decides alone: on, unless 0 or false", () => {
+    expect(colours({ isTTY: false }, { FORCE_COLOR: "1" })).toBe(ON);
+    expect(colours({ isTTY: false }, { FORCE_COLOR: "1", NO_COLOR: "1" })).toBe(ON);
+    expect(colours({ isTTY: true }, { FORCE_COLOR: "0" })).toBe(OFF);
+    expect(colours({ isTTY: true }, { FORCE_COLOR: "false" })).toBe(OFF);
+    expect(colours({ isTTY: true }, { FORCE_COLOR: "" })).toBe(ON);
+    expect(colours({ isTTY: false }, { FORCE_COLOR: "" })).toBe(OFF);
   });
 });
