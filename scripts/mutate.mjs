@@ -34,7 +34,7 @@ const TARGETS = [
   {
     file: "src/cli/report.ts",
     only: ["formatPretty", "codeFrame", "formatGithub", "shownMessage", "escapeData", "escapeProperty", "formatStepSummary", "sarifLocations"],
-    tests: ["test/report.test.ts", "test/trust-boundary.test.ts"],
+    tests: ["test/report.test.ts", "test/ci-formats.test.ts"],
   },
   { file: "src/review/diff-format.ts", only: ["prefixLines", "formatDiffMarkdown", "markdownItem", "codeSpan", "longestBacktickRun"], tests: ["test/diff.test.ts"] },
   { file: "src/review/diff.ts", tests: ["test/diff.test.ts", "test/diff-oracle.test.ts"] },

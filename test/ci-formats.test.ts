@@ -10,6 +10,8 @@ import { micromark } from "micromark";
 import { gfm, gfmHtml } from "micromark-extension-gfm";
 import { describe, expect, it } from "vitest";
 import { REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { formatGithub, formatSarif, formatStepSummary, type Annotation } from "../src/cli/report.js";
+import { escapeMarkdown } from "../src/compile/terminal.js";
 import { DOCS_URL, REPOSITORY_URL } from "../src/compile/links.js";
 
 const AjvDraft04 = AjvDraft04Module.default ?? AjvDraft04Module;
@@ -184,5 +186,70 @@ describe("the GitHub Actions job summary", () => {
     const summary = join(dir, "summary.md");
     await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_STEP_SUMMARY: summary } });
     await expect(readFile(summary, "utf8")).rejects.toThrow("ENOENT");
+  });
+});
+
+describe("the CI formats' text, in process", () => {
+  const named: Annotation = {
+    severity: "error",
+    rule: "name-mismatch",
+    message: "name a\nb is 100% off ##[group] ::x",
+    hint: "rename it",
+    file: "skills/a,b:c/%\u001b/SKILL.md",
+    line: 2,
+    column: 3,
+    endLine: 4,
+    endColumn: 5,
+  };
+
+  it("github: properties and message escaped for the runner after the report's own escapes; the hint after the one %0A", () => {
+    expect(formatGithub([named, { severity: "warning", rule: "a\r\nb:c,d%", message: "m" }])).toBe(
+      [
+        "::error file=skills/a%2Cb%3Ac/%25\\x1b/SKILL.md,line=2,endLine=4,col=3,endColumn=5,title=name-mismatch::name a\\nb is 100%25 off ##\\x5bgroup] ::x%0Arename it",
+        "::warning title=a%0D%0Ab%3Ac%2Cd%25::m",
+      ].join("\n"),
+    );
+  });
+
+  it("the job summary: a row per annotation up to 50, where as file:line:column, every cell escaped; the rest counted", () => {
+    const rows = [named, { severity: "warning" as const, rule: "r", message: "no file", line: 7, column: 1 }, { severity: "warning" as const, rule: "r", message: "m", file: "f", column: 9 }];
+    expect(formatStepSummary("skills check: #1 @bob", rows)).toBe(
+      [
+        `### ${escapeMarkdown("skills check: #1 @bob")}`,
+        "",
+        "| severity | where | code | message |",
+        "| --- | --- | --- | --- |",
+        `| error | ${escapeMarkdown("skills/a,b:c/%\u001b/SKILL.md:2:3")} | ${escapeMarkdown("name-mismatch")} | ${escapeMarkdown(named.message)} |`,
+        "| warning | 7\\:1 | r | no file |",
+        "| warning | f | r | m |",
+      ].join("\n"),
+    );
+    expect(formatStepSummary("h", [])).toBe("### h");
+    const many = formatStepSummary("h", Array.from({ length: 52 }, (_, i) => ({ severity: "warning" as const, rule: "r", message: `m${i}` }))).split("\n");
+    expect(many.filter((line) => line.startsWith("| warning"))).toHaveLength(50);
+    expect(many.at(-1)).toBe("… and 2 more in the job log.");
+    expect(formatStepSummary("h", Array.from({ length: 50 }, () => named))).not.toContain("more in the job log");
+  });
+
+  it("sarif: each rule's default level, results with their rule's index, a region past the span's end, a URI a segment at a time", () => {
+    const log = JSON.parse(formatSarif([named, { ...named, file: "skills/a b/#?/x:y.md", line: 2, column: undefined, endLine: undefined, endColumn: undefined }, { severity: "warning", rule: "config-error", message: "m" }]));
+    const run = log.runs[0];
+    const rules = run.tool.driver.rules as { id: string; defaultConfiguration: { level: string } }[];
+    const level = (id: string) => rules.find((rule) => rule.id === id)!.defaultConfiguration.level;
+    expect([level("name-mismatch"), level("field-unknown"), level("frontmatter-missing"), level("config-error")]).toEqual(["warning", "none", "error", "error"]);
+    expect(run.results.map((result: { ruleIndex: number }) => rules[result.ruleIndex]!.id)).toEqual(["name-mismatch", "name-mismatch", "config-error"]);
+    expect(run.results[0].message.text).toBe("name a\\nb is 100% off ##\\x5bgroup] ::x\nrename it");
+    expect(run.results[0].locations).toEqual([
+      { physicalLocation: { artifactLocation: { uri: "skills/a%2Cb%3Ac/%25%1B/SKILL.md", uriBaseId: "%SRCROOT%" }, region: { startLine: 2, startColumn: 3, endLine: 4, endColumn: 6 } } },
+    ]);
+    expect(run.results[1].locations[0].physicalLocation).toEqual({ artifactLocation: { uri: "skills/a%20b/%23%3F/x%3Ay.md", uriBaseId: "%SRCROOT%" }, region: { startLine: 2 } });
+    expect(run.results[2]).not.toHaveProperty("locations");
+  });
+
+  it("sarif: no location for a file outside the working folder or a path that is not plain", () => {
+    for (const file of ["../x/SKILL.md", "/etc/passwd", "a//b", "./a", "a/./b", "a/", ""]) {
+      const result = JSON.parse(formatSarif([{ severity: "error", rule: "config-error", message: "m", file, line: 1 }])).runs[0].results[0];
+      expect(result, file).not.toHaveProperty("locations");
+    }
   });
 });
