@@ -26,9 +26,10 @@ const TARGETS = [
     file: "src/bundle/emit.ts",
     only: [
       "writeBundle", "removeLeftover", "openBundleFile", "describeKind", "swapIn", "transientPath", "recoverInterruptedBuild", "lockOutDir", "breakStaleLock",
-      "lockHolder", "processStartMs", "isRunning", "exists", "assertSafeOutDir", "realPathOf", "assertReplaceable", "filesUnder", "manifestListing", "readManifest", "parseJson",
+      "lockHolder", "processStartMs", "isRunning", "exists", "assertSafeOutDir", "realPathOf", "assertReplaceable", "assertOnlyListed", "filesUnder", "manifestListing", "readManifest",
+      "parseJson",
     ],
-    tests: ["test/output-safety.test.ts", "test/trust-boundary.test.ts", "test/bundle-stream.test.ts", "test/cache-signatures.test.ts"],
+    tests: ["test/output-safety.test.ts", "test/bundle-stream.test.ts", "test/cache-signatures.test.ts"],
   },
   { file: "src/compile/terminal.ts", tests: ["test/markdown-escape.test.ts", "test/report.test.ts"] },
   {

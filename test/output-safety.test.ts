@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, readlink, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { build } from "../src/api.js";
 import { recoverInterruptedBuild, swapIn } from "../src/bundle/emit.js";
 import { CLI, holdLock, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -46,6 +47,20 @@ async function restore(dir: string, files: ReadonlyMap<string, string>): Promise
 /** What a build keeps beside `dist/skills` while it runs (lock, lock candidates, staging and retired folders). */
 async function transientSiblings(dir: string): Promise<string[]> {
   return (await readdir(join(dir, "dist")).catch(() => [])).filter((name) => name.startsWith(".skills."));
+}
+
+/** Runs `body` with `env` set in this process (HOME, say), then puts the variables back. */
+async function withEnv(env: Record<string, string>, body: () => Promise<unknown>): Promise<void> {
+  const saved = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]));
+  Object.assign(process.env, env);
+  try {
+    await body();
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
 }
 
 /** The pid of a process that has exited. */
@@ -110,6 +125,9 @@ describe("outDir refusals: nothing is created or deleted", () => {
       expect(run.stderr.trim().split("\n")).toHaveLength(1);
       // Not a file changed, added or removed.
       expect(await snapshot(dir)).toEqual(before);
+      // The programmatic API refuses it the same way.
+      await withEnv(env?.(dir) ?? {}, () => expect(build({ cwd: dir, outDir: out(dir) })).rejects.toThrow(message(dir)));
+      expect(await snapshot(dir)).toEqual(before);
     });
   }
 });
@@ -128,6 +146,8 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
       expect(run.code).toBe(2);
       expect(run.stderr.trim()).toBe(`skills: ${join(dir, "dist/skills")} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`);
       expect(await snapshot(dir)).toEqual(before);
+      await expect(build({ cwd: dir })).rejects.toThrow(`${join(dir, "dist/skills")} is not empty and was not written by skillbake`);
+      expect(await snapshot(dir)).toEqual(before);
     });
   }
 
@@ -142,6 +162,8 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
       `skills: ${join(dir, "dist/skills")} holds files its manifest does not list (notes.md, prompts/draft.txt); a build replaces the whole folder, so it will not delete them. Move them out of ${join(dir, "dist/skills")}, or choose another \`outDir\`.`,
     );
     expect(await snapshot(join(dir, "dist"))).toEqual(before);
+    await expect(build({ cwd: dir })).rejects.toThrow("holds files its manifest does not list (notes.md, prompts/draft.txt)");
+    expect(await snapshot(join(dir, "dist"))).toEqual(before);
   });
 
   it("refuses a manifest.json that is a link to a bundle's manifest, without reading through it", async () => {
@@ -151,6 +173,7 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
     const run = await runCli(["build"], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("was not written by skillbake");
+    await expect(build({ cwd: dir })).rejects.toThrow("was not written by skillbake");
   });
 
   it("replaces its own bundle with skill files staged per agent, which the manifest lists under agents/<id>/skills/", async () => {
@@ -176,6 +199,9 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
     const refused = await runCli(["build"], { cwd: dir });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("holds files its manifest does not list (skills/alpha/mine.md)");
+    await expect(build({ cwd: dir })).rejects.toThrow("holds files its manifest does not list (skills/alpha/mine.md)");
+    await rm(join(dir, "dist/skills/skills/alpha/mine.md"));
+    expect((await build({ cwd: dir })).written).toBe(true);
   });
 
   it("refuses a manifest.json that is a FIFO without waiting for a writer", async () => {
@@ -185,6 +211,7 @@ describe("an outDir that is not empty is replaced only when skillbake wrote it",
     const run = await runCli(["build"], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("was not written by skillbake");
+    await expect(build({ cwd: dir })).rejects.toThrow("was not written by skillbake");
   });
 
   it("replaces its own bundle, however far into manifest.json the generator line sits", async () => {
@@ -267,6 +294,24 @@ describe("one build at a time per outDir", () => {
     expect(run.code).toBe(0);
     expect(existsSync(join(dir, "dist/skills/manifest.json"))).toBe(true);
     expect(await transientSiblings(dir)).toEqual([]);
+    // And by a build in process.
+    const again = await project();
+    await writeTree(again, { "dist/.skills.lock": `${await deadPid()}\n` });
+    expect((await build({ cwd: again })).written).toBe(true);
+    expect(await transientSiblings(again)).toEqual([]);
+  });
+
+  it("a build in process finds the lock of another running build: refused naming it, nothing written, the lock left alone", async () => {
+    const dir = await project();
+    const running = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+    try {
+      const lock = await holdLock(dir, running.pid!);
+      await expect(build({ cwd: dir })).rejects.toThrow(`another skills build (process ${running.pid}) is writing ${join(dir, "dist/skills")}; wait for it to finish, then build again. If no build is running, delete ${lock}.`);
+      expect(existsSync(join(dir, "dist/skills"))).toBe(false);
+      expect(await transientSiblings(dir)).toEqual([".skills.lock", `.skills.lock-${running.pid}-0000abcd`]);
+    } finally {
+      running.kill();
+    }
   });
 
   it("builds started together: each succeeds or says another build is writing; one complete bundle, nothing left beside it", async () => {
