@@ -5,9 +5,9 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { BODY_DIFF_LINES, countLineChanges, diffBundles, diffLines, estimateTokens, unifiedDiff } from "../src/review/diff.js";
+import { BODY_DIFF_LINES, countLineChanges, diffBundles, diffLines, estimateTokens, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
 import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
-import { EMPTY_MANIFEST, parseManifest, type ReviewManifest } from "../src/review/manifest.js";
+import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const plain = { red: (t: string) => t, yellow: (t: string) => t, dim: (t: string) => t, bold: (t: string) => t };
@@ -399,5 +399,130 @@ describe("skills diff", () => {
       expect(run).toMatchObject({ code: 2, stdout: "" });
       expect(run.stderr.trim()).toBe(`skills diff: ${side === "bundle" ? "bundle/manifest.json" : side} is not a regular file; give a bundle folder (an outDir) or a manifest.json`);
     }
+  });
+});
+
+describe("diffBundles, in process: each kind of change an agent's model sees", () => {
+  const skill = (name: string, over: Partial<ReviewSkill> = {}): ReviewSkill => ({
+    name,
+    file: `skills/${name}/SKILL.md`,
+    mode: "available",
+    placement: "listed",
+    description: `Does ${name}.`,
+    location: `/repo/skills/${name}/SKILL.md`,
+    body: `# ${name}\n`,
+    fields: new Map(),
+    resources: new Map(),
+    ...over,
+  });
+  const agent = (skills: ReviewSkill[], over: Partial<ReviewAgent> = {}): ReviewAgent => ({
+    format: "pi",
+    characters: { prompt: 101, catalogue: 50 },
+    context: new Map(),
+    notAllowed: new Set(),
+    promptHash: "p",
+    skills: new Map(skills.map((entry) => [entry.name, entry])),
+    ...over,
+  });
+  const manifest = (agents: Record<string, ReviewAgent>, failed: [string, { code: string; message: string }][] = []): ReviewManifest => ({ agents: new Map(Object.entries(agents)), failed: new Map(failed) });
+
+  it("skills added, removed (by allow, failed, or without a reason), moved, and their descriptions, bodies, locations, files and fields", () => {
+    const before = agent([
+      skill("a"),
+      skill("b"),
+      skill("e"),
+      skill("d"),
+      skill("c", {
+        fields: new Map<string, unknown>([["name", "c"], ["description", "old"], ["license", "MIT"], ["metadata", { a: 1, b: 2 }], ["tags", ["x"]], ["gone", 1], ["unset", undefined]]),
+        resources: new Map<string, string>([["a.md", "1"], ["b.md", "2"], ["u.md", "3"]]),
+      }),
+    ]);
+    const c = skill("c", {
+      placement: "inline",
+      description: "Does c, now.",
+      location: "/repo/skills/c2/SKILL.md",
+      body: "# c\nnew line\n",
+      fields: new Map<string, unknown>([["name", "c2"], ["description", "new"], ["license", "MIT"], ["metadata", { b: 2, a: 1 }], ["tags", ["y"]], ["added", true]]),
+      resources: new Map<string, string | undefined>([["b.md", "22"], ["c.md", "3"], ["u.md", undefined]]) as Map<string, string>,
+    });
+    const after = agent([skill("f"), skill("d"), c], { notAllowed: new Set(["skills/a/SKILL.md"]) });
+    const diff = diffBundles(manifest({ main: before }), manifest({ main: after }, [["skills/b/SKILL.md", { code: "name-invalid", message: "bad" }]])).agents[0]!;
+    expect(diff.status).toBe("changed");
+    expect(diff.added).toEqual([{ name: "f", file: "skills/f/SKILL.md", placement: "listed" }]);
+    expect(diff.removed).toStrictEqual([
+      { name: "a", file: "skills/a/SKILL.md", placement: "listed", reason: { by: "allow" } },
+      { name: "b", file: "skills/b/SKILL.md", placement: "listed", reason: { by: "failed", code: "name-invalid", message: "bad" } },
+      { name: "e", file: "skills/e/SKILL.md", placement: "listed" },
+    ]);
+    expect(diff.moved).toEqual([{ name: "c", file: "skills/c/SKILL.md", from: "listed", to: "inline" }]);
+    expect(diff.descriptions).toEqual([{ name: "c", before: "Does c.", after: "Does c, now." }]);
+    expect(diff.bodies).toEqual([
+      { name: "c", before: createHash("sha256").update("# c\n").digest("hex"), after: createHash("sha256").update("# c\nnew line\n").digest("hex"), linesAdded: 1, linesRemoved: 0, diff: unifiedDiff("# c\n", "# c\nnew line\n", { beforeLabel: "c (before)", afterLabel: "c (after)" }) },
+    ]);
+    expect(diff.locations).toEqual([{ name: "c", before: "/repo/skills/c/SKILL.md", after: "/repo/skills/c2/SKILL.md" }]);
+    expect(diff.resources).toEqual([{ name: "c", added: ["c.md"], removed: ["a.md"], changed: ["b.md"] }]);
+    expect(diff.fields).toStrictEqual([
+      { name: "c", changes: [{ field: "added", after: true }, { field: "gone", before: 1 }, { field: "tags", before: ["x"], after: ["y"] }, { field: "unset", before: undefined }] },
+    ]);
+  });
+
+  it("an agent's status: added, removed (its skills without reasons), unchanged, or changed by any one thing", () => {
+    const base = agent([skill("a")]);
+    const failed: [string, { code: string; message: string }][] = [["skills/a/SKILL.md", { code: "name-invalid", message: "bad" }]];
+    const gone = diffBundles(manifest({ main: agent([skill("a")], { notAllowed: new Set(["skills/a/SKILL.md"]) }) }), manifest({}, failed));
+    expect(gone.changed).toBe(true);
+    expect(gone.agents[0]).toMatchObject({ id: "main", status: "removed" });
+    expect(gone.agents[0]!.removed).toStrictEqual([{ name: "a", file: "skills/a/SKILL.md", placement: "listed" }]);
+    expect(diffBundles(manifest({}), manifest({ main: base })).agents[0]).toMatchObject({ status: "added", added: [{ name: "a" }] });
+    const same = diffBundles(manifest({ main: base }), manifest({ main: agent([skill("a")]) }));
+    expect([same.changed, same.agents[0]!.status]).toEqual([false, "unchanged"]);
+    const changes: [string, Partial<ReviewAgent>, (diff: AgentDiff) => unknown, unknown][] = [
+      ["the prompt", { promptHash: "q" }, (diff) => diff.prompt.changed, true],
+      ["the format", { format: "markdown" }, (diff) => diff.format, { before: "pi", after: "markdown" }],
+      ["a tool description added", { toolDescription: "Load one." }, (diff) => diff.toolDescription, { after: "Load one." }],
+      ["a context file", { context: new Map([["AGENTS.md", "h"]]) }, (diff) => diff.context, { added: ["AGENTS.md"], removed: [], changed: [] }],
+      ["a budget", { budget: 1000 }, (diff) => diff.budget, { after: { limit: 1000, catalogue: 50, unit: "characters", dropped: [] } }],
+    ];
+    for (const [what, over, shown, expected] of changes) {
+      const diff = diffBundles(manifest({ main: base }), manifest({ main: agent([skill("a")], over) }));
+      expect([diff.changed, diff.agents[0]!.status], what).toEqual([true, "changed"]);
+      expect(shown(diff.agents[0]!), what).toEqual(expected);
+    }
+    const removedTool = diffBundles(manifest({ main: agent([], { toolDescription: "Read one." }) }), manifest({ main: agent([]) })).agents[0]!;
+    expect(removedTool.toolDescription).toStrictEqual({ before: "Read one." });
+  });
+
+  it("context files and budgets compared: a changed hash, an unknown one, limits in characters and in tokens with the skills dropped", () => {
+    const before = agent([skill("a", { placement: "dropped" }), skill("b")], {
+      context: new Map<string, string | undefined>([["AGENTS.md", "h1"], ["old.md", "h"], ["x.md", undefined]]),
+      budget: 80,
+      characters: { prompt: 101, catalogue: 60 },
+    });
+    const after = agent([skill("a"), skill("b", { placement: "dropped" })], {
+      context: new Map<string, string | undefined>([["AGENTS.md", "h2"], ["new.md", "h"], ["x.md", "h3"]]),
+      budget: { tokens: 20 },
+      tokens: { encoding: "o200k_base", prompt: 30, catalogue: 25 },
+    });
+    const diff = diffBundles(manifest({ main: before }), manifest({ main: after })).agents[0]!;
+    expect(diff.context).toEqual({ added: ["new.md"], removed: ["old.md"], changed: ["AGENTS.md"] });
+    expect(diff.budget).toEqual({ before: { limit: 80, catalogue: 60, unit: "characters", dropped: ["a"] }, after: { limit: 20, catalogue: 25, unit: "tokens", dropped: ["b"] } });
+  });
+
+  it("prompt tokens: the manifests' own counts when every agent has them in one encoding, else estimates, or the counts given", () => {
+    const counted = (prompt: number, encoding = "o200k_base") => ({ tokens: { encoding, prompt, catalogue: 1 }, characters: { prompt: 101, catalogue: 1 } });
+    const one = diffBundles(manifest({ main: agent([], counted(30)), other: agent([], counted(7)) }), manifest({ main: agent([], counted(35)) }));
+    expect(one.tokenEncoding).toBe("o200k_base");
+    expect(one.tokenEstimate).toBeUndefined();
+    expect(one.agents.map((diff) => [diff.id, diff.prompt.before.tokens, diff.prompt.after.tokens])).toEqual([["main", 30, 35], ["other", 7, 0]]);
+    const mixed = diffBundles(manifest({ main: agent([], counted(30)) }), manifest({ main: agent([], counted(35, "cl100k_base")) }));
+    expect(mixed.tokenEncoding).toBeUndefined();
+    expect(mixed.tokenEstimate).toBe("the bundles do not record token counts in one encoding");
+    expect(mixed.agents[0]!.prompt).toEqual({ before: { characters: 101, tokens: 26 }, after: { characters: 101, tokens: 26 }, changed: false });
+    const none = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]) }));
+    expect(none.tokenEstimate).toBe("the bundles do not record token counts in one encoding");
+    expect(diffBundles(manifest({ main: agent([]) }), manifest({}), { estimate: "why" }).tokenEstimate).toBe("why");
+    const given = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]), other: agent([]) }), { encoding: "e", before: new Map([["main", 3]]), after: new Map([["main", 4]]) });
+    expect(given.tokenEncoding).toBe("e");
+    expect(given.agents.map((diff) => [diff.id, diff.prompt.before.tokens, diff.prompt.after.tokens])).toEqual([["main", 3, 4], ["other", 0, 0]]);
   });
 });
