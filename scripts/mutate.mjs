@@ -106,7 +106,7 @@ async function mutate({ file, only, tests }) {
     noCoverage: count(new Set(["NoCoverage"])),
     ignored: count(new Set(["Ignored"])),
     errors: count(new Set(["RuntimeError", "CompileError"])),
-    undetected: results.filter((result) => UNDETECTED.has(result.status)).map((result) => `${result.location.start.line}:${result.location.start.column} ${result.mutatorName}: ${result.replacement}`),
+    undetected: results.filter((result) => UNDETECTED.has(result.status)).map((result) => `${result.location.start.line}:${result.location.start.column} ${result.status} ${result.mutatorName}: ${result.replacement}`),
   };
 }
 

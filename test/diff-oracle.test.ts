@@ -69,4 +69,22 @@ describe("unifiedDiff, against GNU diff -U3", () => {
       expect(gnuDiff(a, b).match(/^@@/gm)).toHaveLength(gap <= 6 ? 1 : 2);
     }
   });
+
+  it("numbers an empty side by the line before it, as diff does: a text emptied, a text from nothing, lines taken from the start or end", () => {
+    const ten = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`);
+    const cases: [string[], string[]][] = [
+      [["a", "b"], []],
+      [[], ["a", "b"]],
+      [["a"], []],
+      [[], ["a"]],
+      [ten, ten.slice(2)],
+      [ten.slice(2), ten],
+      [ten, ten.slice(0, 8)],
+      [ten.slice(0, 8), ten],
+    ];
+    for (const [before, after] of cases) {
+      const [a, b] = [before.join("\n"), after.join("\n")];
+      expect(unifiedDiff(a, b, { beforeLabel: "x", afterLabel: "y" }), `${a} -> ${b}`).toBe(gnuDiff(a, b));
+    }
+  });
 });

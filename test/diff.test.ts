@@ -5,7 +5,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { BODY_DIFF_LINES, countLineChanges, diffBundles, diffLines, estimateTokens, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
+import { BODY_DIFF_LINES, countLineChanges, cutLine, diffBundles, diffLines, estimateTokens, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
 import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
 import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -524,5 +524,35 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     const given = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]), other: agent([]) }), { encoding: "e", before: new Map([["main", 3]]), after: new Map([["main", 4]]) });
     expect(given.tokenEncoding).toBe("e");
     expect(given.agents.map((diff) => [diff.id, diff.prompt.before.tokens, diff.prompt.after.tokens])).toEqual([["main", 3, 4], ["other", 0, 0]]);
+  });
+});
+
+describe("cutLine and a diff's length", () => {
+  it("cuts a line past max characters, never inside a surrogate pair, and says how many it left out", () => {
+    expect(cutLine("abc", 3)).toBe("abc");
+    expect(cutLine("abcd", 3)).toBe("abc… (1 more characters)");
+    expect(cutLine("a😀b", 2)).toBe("a… (3 more characters)");
+    expect(cutLine("a😀b", 3)).toBe("a😀… (1 more characters)");
+    // The high surrogates' range, 0xd800 to 0xdbff, ends where a cut must step back; its neighbours do not.
+    expect(cutLine("a\ud800z", 2)).toBe("a… (2 more characters)");
+    expect(cutLine("a\udbffz", 2)).toBe("a… (2 more characters)");
+    expect(cutLine("a\ud7ffz", 2)).toBe("a\ud7ff… (1 more characters)");
+    expect(cutLine("a\udc00z", 2)).toBe("a\udc00… (1 more characters)");
+  });
+
+  it("counts what it left out with thousands separators", () => {
+    for (const [left, shown] of [[999, "999"], [1000, "1,000"], [12345, "12,345"], [1234567, "1,234,567"]] as const) {
+      expect(cutLine("x".repeat(left + 1), 1)).toBe(`x… (${shown} more characters)`);
+    }
+  });
+
+  it("a diff of more than maxLines lines is cut there, saying how many lines it left out", () => {
+    const whole = unifiedDiff("a\nb", "a\nc", { beforeLabel: "x", afterLabel: "y" }).split("\n");
+    expect(whole).toEqual(["--- x", "+++ y", "@@ -1,2 +1,2 @@", " a", "-b", "+c"]);
+    const cut = (maxLines: number) => unifiedDiff("a\nb", "a\nc", { beforeLabel: "x", afterLabel: "y", maxLines }).split("\n");
+    expect(cut(6)).toEqual(whole);
+    expect(cut(5)).toEqual([...whole.slice(0, 5), "… 1 more line of diff"]);
+    expect(cut(4)).toEqual([...whole.slice(0, 4), "… 2 more lines of diff"]);
+    expect(unifiedDiff("a\nb", "a\nc", { beforeLabel: "x", afterLabel: "y", lineMax: 0 }).split("\n").at(-1)).toBe("… (1 more characters)".replace(/^/, "+"));
   });
 });
