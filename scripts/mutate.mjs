@@ -17,7 +17,8 @@ const TARGETS = [
   { file: "src/compile/gitignore.ts", tests: ["test/gitignore-oracle.test.ts", "test/discover.test.ts"] },
   {
     file: "src/compile/discover.ts",
-    tests: ["test/discover.test.ts", "test/gitignore-oracle.test.ts", "test/hostile-fs.test.ts", "test/path-order.test.ts", "test/snapshot.test.ts", "test/resources.test.ts"],
+    // Not test/hostile-fs.test.ts: its time bounds do not hold for instrumented code on a busy machine.
+    tests: ["test/discover.test.ts", "test/gitignore-oracle.test.ts", "test/path-order.test.ts", "test/snapshot.test.ts", "test/resources.test.ts"],
   },
   { file: "src/compile/cache.ts", tests: ["test/cache.test.ts", "test/cache-signatures.test.ts", "test/snapshot.test.ts", "test/bundle-stream.test.ts", "test/fingerprint.test.ts"] },
   { file: "src/compile/snapshot.ts", tests: ["test/snapshot.test.ts", "test/cache-signatures.test.ts", "test/cache.test.ts"] },
