@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { renderInline, renderPrompt, type PromptSkill } from "../src/compile/render.js";
-import { applyArguments, createRuntime, MAX_EXPANDED_LENGTH, SkillError, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
+import { applyArguments, createRuntime, deepFreeze, MAX_EXPANDED_LENGTH, SkillError, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
 
 describe("splitShellWords", () => {
   it.each([
@@ -217,5 +217,135 @@ describe("renderSkill agrees with the prompt's inline blocks (src/compile/render
   it("an agent with a format function renders pi blocks", () => {
     const runtime = createRuntime({ main: { format: "function", prompt: "custom", modelInvocable: [] } }, () => tableOf([tricky], { main: [{ file: 0, listed: false, mode: "inline", source: 0 }] }));
     expect(runtime.renderSkill("main", "x&y")).toBe(renderInline("pi", { ...tricky, mode: "inline", hidden: false }));
+  });
+});
+
+describe("createRuntime: the skill tool, commands, folder summaries and served files", () => {
+  const files = [
+    { path: "SKILL.md", size: 40 },
+    { path: "notes.md", size: 2 },
+    { path: "references/api.md", size: 1000 },
+    { path: "references/errors.md", size: 80 },
+    { path: "scripts/a\nb.sh", size: 7 },
+  ];
+  const served = { frontmatter: { name: "a" }, files: [{ path: "SKILL.md", size: 40, sha256: "0".repeat(64), text: "---" }] };
+  const table = () =>
+    tableOf([file("a", { body: "Run $0 then $ARGUMENTS.", files, served }), file("b", { fields: { "user-invocable": false } }), file("c", { body: "<c> & 'c'" })], {
+      main: [
+        { file: 0, listed: true, mode: "available", source: 0, served: true },
+        { file: 1, listed: true, mode: "available", source: 0, served: true },
+        { file: 2, listed: true, mode: "available", source: 0, location: "/elsewhere/c/SKILL.md", baseDir: "/elsewhere/c" },
+      ],
+      read: [{ file: 0, listed: true, mode: "available", source: 0 }],
+      claude: [{ file: 0, listed: true, mode: "available", source: 0 }],
+      md: [{ file: 2, listed: true, mode: "inline", source: 0 }],
+    });
+  const runtime = createRuntime(
+    {
+      main: { format: "pi", description: "The main agent.", prompt: "P", modelInvocable: ["a", "c"], files: "embed" },
+      read: { format: "pi", prompt: "P", modelInvocable: ["a"], tool: { style: "read_skill", name: "read_skill" }, toolDescription: "Read one: a." },
+      claude: { format: "markdown", prompt: "P", modelInvocable: ["a"], tool: { style: "Skill", name: "Skill" } },
+      md: { format: "markdown", prompt: "P", modelInvocable: [] },
+    },
+    table,
+  );
+
+  it("the tool in each dialect's shape, the neutral one without; use_skill takes args, read_skill only a name", () => {
+    const neutral = runtime.skillTool("main")!;
+    const skill = { type: "string", enum: ["a", "c"], description: "The skill's name." };
+    const args = { type: "string", description: "Arguments for the skill, as a user would type them after its name; may be empty." };
+    const parameters = { type: "object", properties: { skill, args }, required: ["skill"], additionalProperties: false };
+    const description = "Load the full instructions of one of your skills. Call it when the task matches a skill's description, then follow the instructions it returns.";
+    expect(neutral).toEqual({ name: "use_skill", description, parameters });
+    expect(runtime.skillTool("main", "anthropic")).toEqual({ name: "use_skill", description, input_schema: parameters });
+    expect(runtime.skillTool("main", "openai")).toEqual({ type: "function", function: { name: "use_skill", description, parameters } });
+    expect(runtime.skillTool("main", "openai-responses")).toEqual({ type: "function", name: "use_skill", description, parameters, strict: false });
+    expect(runtime.skillTool("main", "mcp")).toEqual({ name: "use_skill", description, inputSchema: parameters });
+    expect(runtime.skillTool("read")).toEqual({
+      name: "read_skill",
+      description: "Read one: a.",
+      parameters: { type: "object", properties: { name: { ...skill, enum: ["a"] } }, required: ["name"], additionalProperties: false },
+    });
+    expect((runtime.skillTool("claude") as { description: string }).description).toBe(description);
+    expect(runtime.skillTool("md")).toBeNull();
+    expect(runtime.skillTool("main")).not.toBe(runtime.skillTool("main")); // a new object each call, the caller's to extend
+    expect(thrown(() => runtime.skillTool("main", "gemini" as "mcp"))).toMatchObject({ code: "INVALID_PARAM", message: expect.stringContaining('Unknown tool dialect "gemini". Use one of: anthropic, openai, openai-responses, mcp') });
+    expect(thrown(() => runtime.skillTool("main", 5 as unknown as "mcp"))).toMatchObject({ code: "INVALID_PARAM", message: expect.stringContaining("Unknown tool dialect a number") });
+  });
+
+  it("callSkillTool answers each style: the block with arguments applied, the block alone, or Claude Code's Skill answer", () => {
+    expect(runtime.callSkillTool("main", { skill: "a", args: "x y" })).toBe(runtime.renderSkill("main", "a", "x y"));
+    expect(runtime.callSkillTool("main", { skill: "a", args: "x y" })).toContain("Run x then x y.");
+    expect(runtime.callSkillTool("main", { skill: "a" })).toBe(runtime.renderSkill("main", "a"));
+    expect(runtime.callSkillTool("read", { name: "a", args: 5 })).toBe(runtime.renderSkill("read", "a"));
+    expect(runtime.callSkillTool("claude", { name: "a", args: "q" })).toEqual({ name: "a", base_dir: "/srv/skills/a", content: "Run q then q." });
+    expect(thrown(() => runtime.callSkillTool("main", { skill: "b" }))).toMatchObject({ code: "NOT_FOUND", message: 'Unknown skill "b" for use_skill. The skills of agent "main" it offers are: a, c.' });
+    expect(thrown(() => runtime.callSkillTool("md", { skill: "c" }))).toMatchObject({ code: "NOT_FOUND", message: 'Unknown skill "c" for use_skill. The skills of agent "md" it offers are: none.' });
+    expect(thrown(() => runtime.callSkillTool("main", { skill: "a", args: 5 }))).toMatchObject({ code: "INVALID_PARAM", message: 'The use_skill input\'s "args" is a string, not a number.' });
+    expect(thrown(() => runtime.callSkillTool("claude", { name: "a", args: [] }))).toMatchObject({ code: "INVALID_PARAM", message: 'The Skill input\'s "args" is a string, not a list.' });
+    for (const input of [null, [], "a"]) expect(thrown(() => runtime.callSkillTool("main", input)), JSON.stringify(input)).toMatchObject({ code: "INVALID_PARAM", message: expect.stringMatching(/^The use_skill input is an object, not /) });
+    expect(thrown(() => runtime.callSkillTool("main", { name: "a" }))).toMatchObject({ code: "INVALID_PARAM", message: 'The use_skill input\'s "skill" must be a non-empty string, not undefined.' });
+  });
+
+  it("expandCommand: /name and /skill:name with their arguments, for skills a user may invoke", () => {
+    expect(runtime.expandCommand("main", "/a 1 2")).toBe("[Skill: a]\n\nRun 1 then 1 2.");
+    expect(runtime.expandCommand("main", "/skill:a  one\ntwo")).toBe("[Skill: a]\n\nRun one then one\ntwo.");
+    expect(runtime.expandCommand("main", "/a")).toBe("[Skill: a]\n\nRun  then .");
+    expect(runtime.expandCommand("main", "/b")).toBeUndefined(); // user-invocable: false
+    for (const text of ["/zz", "a", " /a", "/", "/skill:"]) expect(runtime.expandCommand("main", text), text).toBeUndefined();
+    expect(thrown(() => runtime.expandCommand("main", 1 as unknown as string))).toMatchObject({ code: "INVALID_PARAM", message: "A command is a string, not a number." });
+  });
+
+  it("renderSkill with files: the folder's totals, then each file and top-level folder in path order, names on one line and escaped in a pi block", () => {
+    const summary = [
+      "Skill folder: 5 files, 1129 bytes",
+      "- SKILL.md (40 bytes)",
+      "- notes.md (2 bytes)",
+      "- references/: 2 files, 1080 bytes",
+      "  - references/api.md (1000 bytes)",
+      "  - references/errors.md (80 bytes)",
+      "- scripts/: 1 file, 7 bytes",
+      "  - scripts/a b.sh (7 bytes)",
+    ].join("\n");
+    expect(runtime.renderSkill("main", "a", "", { files: true })).toContain(`Run  then .\n\n${summary}\n</skill>`);
+    expect(runtime.renderSkill("main", "a", "", { files: false })).not.toContain("Skill folder");
+    expect(runtime.getSkill("main", "a").structure).toEqual({ bytes: 1129, files: 5, folders: { references: { bytes: 1080, files: 2 }, scripts: { bytes: 7, files: 1 } } });
+    const xml = createRuntime({ main: { format: "pi", prompt: "", modelInvocable: [] } }, () => tableOf([file("x", { files: [{ path: "<a&b>'\"/c.md", size: 1 }] })], { main: [{ file: 0, listed: true, mode: "available", source: 0 }] }));
+    expect(xml.renderSkill("main", "x", "", { files: true })).toContain("- &lt;a&amp;b&gt;&apos;&quot;/: 1 file, 1 bytes\n  - &lt;a&amp;b&gt;&apos;&quot;/c.md (1 bytes)");
+    const md = createRuntime({ main: { format: "markdown", prompt: "", modelInvocable: [] } }, () => tableOf([file("x", { files: [{ path: "<a>\u2028b.md", size: 1 }] })], { main: [{ file: 0, listed: true, mode: "available", source: 0 }] }));
+    expect(md.renderSkill("main", "x", "", { files: true })).toContain("- <a> b.md (1 bytes)");
+  });
+
+  it("an entry placed elsewhere has its own location and base folder; inline pi blocks escape them", () => {
+    expect(runtime.getSkill("main", "c")).toMatchObject({ location: "/elsewhere/c/SKILL.md", baseDir: "/elsewhere/c" });
+    expect(runtime.renderSkill("md", "c")).toBe("[Skill: c]\nBase directory for this skill: /srv/skills/c\n\n<c> & 'c'");
+    expect(runtime.agents.main).toMatchObject({ id: "main", format: "pi", description: "The main agent.", prompt: "P" });
+    expect(runtime.agents.read).not.toHaveProperty("description");
+    expect(runtime.agents.main!.skills.map((entry) => entry.name)).toEqual(["a", "b", "c"]);
+  });
+
+  it("servedSkills: the skills an agent serves with their embedded files and frontmatter; refused for an agent that embeds none", () => {
+    const list = runtime.servedSkills("main");
+    expect(list.map((skill) => [skill.entry.name, skill.files.length, skill.frontmatter])).toEqual([["a", 1, { name: "a" }]]);
+    expect(runtime.getSkill("main", "a")).toMatchObject({ frontmatter: { name: "a" } });
+    expect(runtime.getSkill("main", "c")).not.toHaveProperty("frontmatter");
+    expect(thrown(() => runtime.servedSkills("read"))).toMatchObject({ code: "INVALID_PARAM", message: 'Agent "read" does not embed its skill files: set its `files` to "embed" in the config, and build again.' });
+  });
+
+  it("findSkill: undefined for anything but a known agent's known skill", () => {
+    expect(runtime.findSkill("main", "a")?.name).toBe("a");
+    for (const [agent, name] of [["main", "zz"], ["zz", "a"], [5, "a"], ["main", 5], ["toString", "a"]] as const) expect(runtime.findSkill(agent as string, name as string)).toBeUndefined();
+  });
+
+  it("everything handed out is frozen, deeply, but getters are not called", () => {
+    const entry = runtime.getSkill("main", "a");
+    expect(Object.isFrozen(entry) && Object.isFrozen(entry.files) && Object.isFrozen(entry.files[0]) && Object.isFrozen(entry.structure.folders)).toBe(true);
+    expect(Object.isFrozen(runtime) && Object.isFrozen(runtime.agents) && Object.isFrozen(runtime.agents.main)).toBe(true);
+    let called = false;
+    const value = deepFreeze({ nested: { list: [{}] }, get lazy() {
+      called = true;
+      return {};
+    } });
+    expect([Object.isFrozen(value.nested.list[0]), called]).toEqual([true, false]);
   });
 });
