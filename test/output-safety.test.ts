@@ -259,6 +259,14 @@ describe("one build at a time per outDir", () => {
       expect(existsSync(join(dir, "dist/skills/manifest.json"))).toBe(true);
       expect(await transientSiblings(dir), what).toEqual([]);
     }
+    // And by a build in process.
+    for (const [what, plant] of plants) {
+      const dir = await project();
+      await mkdir(join(dir, "dist"));
+      await plant(join(dir, "dist/.skills.lock"));
+      expect((await build({ cwd: dir })).written, what).toBe(true);
+      expect(await transientSiblings(dir), what).toEqual([]);
+    }
     expect(await readFile(outside, "utf8")).toBe("outside\n");
   });
 
@@ -285,6 +293,12 @@ describe("one build at a time per outDir", () => {
     const run = await runCli(["build"], { cwd: dir });
     expect(run.code, run.stderr).toBe(0);
     expect(await transientSiblings(dir)).toEqual([`.skills.lock-${process.pid}-0000abcd`]);
+    // And by a build in process, this process's own id in the lock.
+    const again = await project();
+    const held = await holdLock(again, process.pid);
+    await utimes(held, new Date("2001-01-01"), new Date("2001-01-01"));
+    expect((await build({ cwd: again })).written).toBe(true);
+    expect(await transientSiblings(again)).toEqual([`.skills.lock-${process.pid}-0000abcd`]);
   });
 
   it("the lock of a killed build is taken over and removed", async () => {
