@@ -153,7 +153,7 @@ describe("the GitHub Actions job summary", () => {
     const run = await runCli(["check", ...CONFIG], { cwd: dir, env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary } });
     expect(run.code).toBe(1);
     const text = await readFile(summary, "utf8");
-    expect(text.startsWith("earlier step\n### skills check\\: failed\\, 1 error\\, 5 warnings \\(1 agent\\, 1 skill\\)\n\n| severity | where | code | message |\n")).toBe(true);
+    expect(text.startsWith("earlier step\n### skills check\\: failed\\, 1 error\\, 5 warnings \\(1 agent\\, 3 skills\\)\n\n| severity | where | code | message |\n")).toBe(true);
     expect(text).toContain("| error | packages\\/agent\\/skills\\/bad\\/SKILL\\.md\\:1\\:1 | description\\-missing | no \\`description\\` in the frontmatter |\n");
     expect(text).toContain('name \\"a\\|\\<b\\>\\[x\\]\\(y\\)\\" does not match');
   });

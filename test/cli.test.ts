@@ -15,7 +15,7 @@ describe("skills check", () => {
     const run = await runCli(["check"], { cwd: dir });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("skills/bad/SKILL.md\n  1:1  error    no `description` in the frontmatter  [description-missing]\n    1 | ---\n      | ^\n");
-    expect(run.stderr).toContain("1 error, 0 warnings; check failed (1 agent, 1 skill)");
+    expect(run.stderr).toContain("1 error, 0 warnings; check failed (1 agent, 2 skills)");
     expect(run.stdout).toBe("");
   });
 

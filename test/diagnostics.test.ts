@@ -119,12 +119,26 @@ const CASES: Record<string, Case> = {
   "root-missing": {
     tree: { [file("present")]: skillMd("present") },
     config: { agents: { main: { skills: [{ root: "skills" }, { root: "nowhere" }] } } },
-    expected: { code: "root-missing", file: "nowhere" },
+    expected: { code: "root-missing", file: "skills.config.json" },
   },
   "root-not-folder": {
     tree: { [file("present")]: skillMd("present"), "notes.md": "A file, not a folder.\n" },
     config: { agents: { main: { skills: [{ root: "skills" }, { root: "notes.md" }] } } },
-    expected: { code: "root-not-folder", file: "notes.md" },
+    expected: { code: "root-not-folder", file: "skills.config.json" },
+  },
+  "hidden-skill": {
+    tree: { [file("present")]: skillMd("present"), [file(".curated/gh-fix-ci")]: skillMd("gh-fix-ci") },
+    expected: { code: "hidden-skill", file: file(".curated/gh-fix-ci") },
+    included: false,
+  },
+  "nested-skill": {
+    tree: { [file("qdrant-monitoring")]: skillMd("qdrant-monitoring"), [file("qdrant-monitoring/debugging")]: skillMd("qdrant-monitoring-debugging") },
+    expected: { code: "nested-skill", file: file("qdrant-monitoring/debugging") },
+    included: false,
+  },
+  "agent-empty": {
+    tree: { "skills/README.md": "No skills yet.\n" },
+    expected: { code: "agent-empty", file: "skills.config.json" },
   },
   "symlink-escape": {
     tree: { "outside/secret/SKILL.md": skillMd("secret"), "skills/secret": { link: "../outside/secret" } },

@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import { discoverRoot } from "../src/compile/discover.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
-const list = async (root: string) => (await discoverRoot(root, (path) => path.slice(root.length + 1) || ".")).skills.map((skill) => skill.dir);
+/** The skills a root gives by Pi's rules: none found only through a dot folder. */
+const list = async (root: string) =>
+  (await discoverRoot(root, (path) => path.slice(root.length + 1) || ".")).skills.filter((skill) => !skill.hidden).map((skill) => skill.dir);
 
 describe("discoverRoot", () => {
   it("treats a skill folder's subfolders as its resources, and skips dot folders and node_modules", async () => {
@@ -19,6 +21,65 @@ describe("discoverRoot", () => {
       "node_modules/dep/SKILL.md": skillMd("dep"),
     });
     expect(await list(root)).toEqual(["group/inner", "pdf"]);
+  });
+
+  it("finds the skills only dot folders hold, as hidden, walking them after the rest; never enters .git or node_modules", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      ".curated/gh-fix-ci/SKILL.md": skillMd("gh-fix-ci"),
+      ".system/.deeper/inner/SKILL.md": skillMd("inner"),
+      ".store/shared/SKILL.md": skillMd("shared"),
+      "shared": { link: ".store/shared" },
+      "pdf/SKILL.md": skillMd("pdf"),
+      "pdf/.private/notes/SKILL.md": skillMd("notes"),
+      ".git/hooks/SKILL.md": skillMd("git-internal"),
+      "node_modules/dep/SKILL.md": skillMd("dep"),
+      ".gitignore": ".cache/\n",
+      ".cache/tmp/SKILL.md": skillMd("tmp"),
+    });
+    const listing = discoverRoot(root, (path) => path);
+    // The skill a link reaches is found at the link's path, not in the dot folder that holds it.
+    expect(listing.skills.map((skill) => [skill.dir, skill.hidden ?? false])).toEqual([
+      [".curated/gh-fix-ci", true],
+      [".system/.deeper/inner", true],
+      ["pdf", false],
+      ["pdf/.private/notes", true],
+      ["shared", false],
+    ]);
+    // A dot folder's files are not the enclosing skill's.
+    expect(listing.skills.find((skill) => skill.dir === "pdf")!.files).toEqual(["SKILL.md"]);
+    expect(listing.findings).toEqual([]);
+  });
+
+  it("records each SKILL.md inside a skill's folder as enclosed, or with `nested` makes it a skill whose files the enclosing one no longer lists", async () => {
+    const root = await tempDir();
+    await writeTree(root, {
+      "qdrant-scaling/SKILL.md": skillMd("qdrant-scaling"),
+      "qdrant-scaling/scaling-data-volume/SKILL.md": skillMd("qdrant-scaling-data-volume"),
+      "qdrant-scaling/scaling-data-volume/horizontal-scaling/SKILL.md": skillMd("qdrant-horizontal-scaling"),
+      "qdrant-scaling/scaling-data-volume/horizontal-scaling/notes.md": "notes",
+      "qdrant-scaling/references/guide.md": "guide",
+    });
+    const flat = discoverRoot(root, (path) => path.slice(root.length + 1));
+    expect(flat.skills.map((skill) => skill.dir)).toEqual(["qdrant-scaling"]);
+    expect(flat.skills[0]!.files).toEqual([
+      "SKILL.md",
+      "references/guide.md",
+      "scaling-data-volume/SKILL.md",
+      "scaling-data-volume/horizontal-scaling/SKILL.md",
+      "scaling-data-volume/horizontal-scaling/notes.md",
+    ]);
+    expect(flat.enclosed.map(({ dir, within }) => [dir, within])).toEqual([
+      ["qdrant-scaling/scaling-data-volume", "qdrant-scaling"],
+      ["qdrant-scaling/scaling-data-volume/horizontal-scaling", "qdrant-scaling"],
+    ]);
+    const nested = discoverRoot(root, (path) => path.slice(root.length + 1), { nested: true });
+    expect(nested.skills.map((skill) => [skill.dir, skill.files])).toEqual([
+      ["qdrant-scaling", ["SKILL.md", "references/guide.md"]],
+      ["qdrant-scaling/scaling-data-volume", ["SKILL.md"]],
+      ["qdrant-scaling/scaling-data-volume/horizontal-scaling", ["SKILL.md", "notes.md"]],
+    ]);
+    expect(nested.enclosed).toEqual([]);
   });
 
   it("lists in path order whatever the creation order: depth first, bytewise names", async () => {
@@ -129,10 +190,11 @@ describe("discoverRoot", () => {
     expect(viaLink.skills.map((skill) => skill.file)).toEqual([join(base, "linked", "SKILL.md")]);
   });
 
-  it("reports a missing root", async () => {
+  it("says why a root gives nothing: it does not exist, or it is a file", async () => {
     const base = await tempDir();
-    const listing = await discoverRoot(join(base, "nope"), () => "nope");
-    expect(listing.findings.map((finding) => [finding.code, finding.message])).toEqual([["root-missing", "the root nope does not exist"]]);
+    await writeTree(base, { "notes.md": "a file" });
+    expect(discoverRoot(join(base, "nope"), () => "nope").unusable).toEqual({ code: "root-missing", reason: "does not exist" });
+    expect(discoverRoot(join(base, "notes.md"), () => "notes.md").unusable).toEqual({ code: "root-not-folder", reason: "is a file, not a folder" });
   });
 
   it("lists a skill folder's files by the same rules: ignored, dot and node_modules entries out, links inside the root followed, cycles ended", async () => {

@@ -187,7 +187,7 @@ describe("the config file", () => {
     const dir = await project({ location: "relative", agents: { main: { skills: [{ root: "skills/alpha/SKILL.md" }] } } });
     const run = await runCli(["build"], { cwd: dir });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/error +the root skills\/alpha\/SKILL\.md is a file, not a folder +\[root-not-folder\]/);
+    expect(run.stderr).toMatch(/error +the root "skills\/alpha\/SKILL\.md" of agents\.main\.skills\[0\] is a file, not a folder +\[root-not-folder\]/);
     expect(await readdir(dir)).not.toContain("dist");
   });
 });

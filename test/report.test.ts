@@ -102,7 +102,7 @@ describe("file and folder names with control and bidi characters", () => {
       "      |       ^",
       `    hint: Rename the folder to "forged" or set \`name: ${shown}\`.`,
       "",
-      "1 error, 1 warning; check failed (1 agent, 0 skills)",
+      "1 error, 1 warning; check failed (1 agent, 1 skill)",
       "",
     ]);
   });

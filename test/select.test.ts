@@ -64,13 +64,6 @@ describe("selectAgent", () => {
     expect(result).toEqual({ selected: ["0:twin:available", "1:twin:available"], codes: ["duplicate-across-sources"] });
   });
 
-  it("include / exclude narrow by folder path before duplicates are decided", () => {
-    const view = source({ exclude: ["legacy/**"] }, [skill("twin", "legacy/twin"), skill("twin", "new/twin"), skill("solo", "legacy/solo")]);
-    const { selected, findings } = selectAgent("main", [view], "c");
-    expect(selected.map((entry) => entry.skill.dir)).toEqual(["new/twin"]);
-    expect(findings).toEqual([]);
-  });
-
   it("reports only patterns the config wrote", () => {
     expect(pick([source({}, [])]).codes).toEqual([]);
     expect(pick([source({ available: ["missing-*"] }, skills)]).codes).toEqual(["pattern-unmatched"]);

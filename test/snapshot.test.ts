@@ -194,10 +194,10 @@ describe("a rebuild where nothing changed", () => {
 });
 
 describe("a rebuild where nothing changed, roots", () => {
-  it("a root that was missing (a warning) and is there now is walked", async () => {
-    const dir = await project({ agents: { main: { skills: [{ root: "skills" }, { root: "later" }] } } });
+  it("an optional root that was missing and is there now is walked", async () => {
+    const dir = await project({ agents: { main: { skills: [{ root: "skills" }, { root: "later", optional: true }] } } });
     await settle();
-    expect((await run(dir)).diagnostics.map((diagnostic) => diagnostic.code)).toEqual(["root-missing"]);
+    expect((await run(dir)).diagnostics).toEqual([]);
     expect(existsSync(join(dir, INPUTS))).toBe(true);
     await mkdir(join(dir, "later/zeta"), { recursive: true });
     await writeFile(join(dir, "later/zeta/SKILL.md"), skillMd("zeta"));

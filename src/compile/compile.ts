@@ -2,7 +2,7 @@ import type { BuildCache, ListedFolder } from "./cache.js";
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
-import { agentBudget, BUDGET_VARIABLE, ConfigError, resolveRoot, type LoadedConfig } from "./config.js";
+import { agentBudget, BUDGET_VARIABLE, ConfigError, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import type { DiscoveryMemo } from "./discovery-memo.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
@@ -16,8 +16,9 @@ import { brokenLinks } from "./body-links.js";
 import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
 import { agentSkillsFindings } from "./agentskills.js";
 import { PRESETS, RULES } from "./rules.js";
-import { selectAgent, type RootSkill, type SelectedSkill } from "./select.js";
+import { selectAgent, type RootSkill, type SelectedSkill, type SourceView } from "./select.js";
 import { servedSkills } from "./serving.js";
+import { leftOut, planSources, rootFindings, sourceName, unbuiltFindings, type SourcePlan } from "./sources.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
 import { suggestName, validateSkill } from "./validate.js";
 import { DEFAULT_TOOL, type ToolStyle } from "../runtime/helpers.js";
@@ -84,6 +85,8 @@ export interface Compilation {
   /** Absolute folder the bundle is for; staged locations point into it. */
   outDir: string;
   agents: CompiledAgent[];
+  /** SKILL.md files read and checked, valid or not: what "N skills" counts. */
+  skillsChecked: number;
   diagnostics: Diagnostic[];
   /** What was read besides the config (whose files are `config.inputs`): every folder discovery listed, and the context files. What watch mode watches. */
   inputs: { folders: string[]; files: string[] };
@@ -130,32 +133,37 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const counter = countsTokens ? tokenCounter(encoding, options.cache?.tokenCounts(encoding)) : undefined;
   const counting: Promise<void>[] = [];
 
-  const roots = new Map<string, RootListing>();
+  const listings = new Map<string, RootListing>();
   const taken = options.statsTaken;
   /** Each folder listed, with its entries and its stats just before: what a watching session goes by next time. */
   const listed = options.discovery && new Map<string, ListedFolder>();
   const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir), listed));
   const remembered = options.discovery?.takeListings();
-  for (const agent of Object.values(config.agents)) {
-    for (const source of agent.skills) {
-      const root = resolveRoot(source.root, configDir);
-      if (roots.has(root)) continue;
-      const listing = remembered?.get(root);
-      // Folders not listed again keep their records in the cache, for a later build that does list them.
-      if (listing) options.cache?.keepFolders(listing.folders.map(display));
-      roots.set(root, listing ?? discoverRoot(root, display, list, taken?.files));
-    }
-  }
-  const listings = [...roots.values()];
-
+  const discover = (root: string, nested: boolean) => {
+    const key = `${nested ? "nested" : "flat"}:${root}`;
+    let listing = listings.get(key);
+    if (listing) return listing;
+    listing = remembered?.get(key);
+    // Folders not listed again keep their records in the cache, for a later build that does list them.
+    if (listing) options.cache?.keepFolders(listing.folders.map(display));
+    listing ??= discoverRoot(root, display, { nested, ...(list ? { list } : {}), ...(taken ? { filesTaken: taken.files } : {}) });
+    listings.set(key, listing);
+    return listing;
+  };
+  const plans = planSources(loaded, discover);
+  const configFile = display(loaded.file);
+  /** What findings about the config name: nothing without one (`skills check PATH…`). */
+  const configFinding = loaded.implicit ? undefined : configFile;
+  const sourceLabel = (plan: SourcePlan) => sourceName(loaded, plan.agent, plan.index);
+  findings.push(...rootFindings(plans, configFinding, sourceLabel));
   // A file reached through two roots (one nested in the other) is read and checked once.
   const byFile = new Map<string, { folder: string; dir: string; file: string; stats: FileStats }>();
   const verified = new Map<string, FileStats>();
-  for (const listing of listings) {
-    findings.push(...listing.findings);
-    for (const skill of listing.skills) {
-      // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
-      if (skill.file.startsWith(outDir + sep)) continue;
+  for (const listing of listings.values()) findings.push(...listing.findings);
+  for (const plan of plans) {
+    // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
+    plan.skills = plan.skills.filter((skill) => !skill.file.startsWith(outDir + sep));
+    for (const skill of plan.skills) {
       if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! });
       for (const [path, identity] of skill.identities) {
         const absolute = pathIn(dirname(skill.file), path);
@@ -163,6 +171,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       }
     }
   }
+  findings.push(...unbuiltFindings(plans, new Set(byFile.keys()), display, sourceLabel));
   options.afterDiscovery?.();
   // A cold build hashes the skills' other files in a worker thread while this one reads and parses the SKILL.md
   // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
@@ -225,25 +234,30 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     checkFile(skill);
     options.onProgress?.({ done: ++done, total: byFile.size });
   }
-  const validByRoot = new Map<string, RootSkill[]>();
-  const linksChecked = new Set<string>(); // a skill reached through two roots has its links checked once
-  for (const listing of listings) {
-    const skills: RootSkill[] = [];
-    for (const found of listing.skills) {
-      const valid = validByFile.get(found.file);
-      if (!valid) continue;
-      skills.push(withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body));
-      if (!linksChecked.has(found.file)) findings.push(...brokenLinks(valid.displayFile, valid.links, found.files));
-      linksChecked.add(found.file);
-    }
-    validByRoot.set(listing.root, skills);
+  const linksChecked = new Set<string>(); // a skill reached by two sources has its links checked once
+  for (const found of plans.flatMap((plan) => plan.skills)) {
+    const valid = validByFile.get(found.file);
+    if (!valid || linksChecked.has(found.file)) continue;
+    linksChecked.add(found.file);
+    findings.push(...brokenLinks(valid.displayFile, valid.links, found.files));
   }
-
-  const configFile = display(loaded.file);
   const selections = Object.entries(config.agents).map(([id, agent]) => {
-    const sources = agent.skills.map((source) => ({ config: source, skills: validByRoot.get(resolveRoot(source.root, configDir)) ?? [] }));
-    const selection = selectAgent(id, sources, configFile, agent);
+    const sources = plans.filter((plan) => plan.agent === id).map((plan): SourceView => {
+      const skills: RootSkill[] = [];
+      const failed: string[] = [];
+      for (const found of plan.skills) {
+        const valid = validByFile.get(found.file);
+        if (valid) skills.push(withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body));
+        else failed.push(basename(dirname(found.file)));
+      }
+      return { config: plan.config, skills, failed };
+    });
+    const selection = selectAgent(id, sources, configFinding, agent);
     findings.push(...selection.findings);
+    // A root that is missing says so already (or may be absent, `optional`).
+    const rooted = plans.some((plan) => plan.agent === id && !plan.listing.unusable);
+    const empty = selection.selected.length === 0 && rooted ? emptyAgent(loaded, id, sources, plans.filter((plan) => plan.agent === id), configFinding) : undefined;
+    if (empty) findings.push(empty);
     return { id, agent, selected: selection.selected, notAllowed: selection.notAllowed };
   });
   const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
@@ -349,9 +363,31 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     if (agent.files === "embed" || agent.publish) findings.push(...serveSkills(id, agents[index]!, selected));
   });
   await Promise.all(counting);
-  const inputs = { folders: listings.flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
-  options.discovery?.remember(roots, listed!);
-  return { config: loaded, outDir, agents, diagnostics: resolveFindings(findings, { ...(config.preset ? PRESETS[config.preset] : {}), ...config.rules }), inputs, verified };
+  const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
+  options.discovery?.remember(listings, listed!);
+  return { config: loaded, outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, { ...(config.preset ? PRESETS[config.preset] : {}), ...config.rules }), inputs, verified };
+}
+
+/**
+ * `agent-empty`, with what the agent's sources found, so the reason is plain; none when skills that failed their
+ * checks explain it (their own errors say why).
+ */
+function emptyAgent(loaded: LoadedConfig, id: string, sources: readonly SourceView[], plans: readonly SourcePlan[], file: string | undefined): Finding | undefined {
+  const found = sources.reduce((count, source) => count + source.skills.length, 0);
+  if (found === 0 && sources.some((source) => (source.failed?.length ?? 0) > 0)) return undefined;
+  const unbuilt = plans.reduce((count, plan) => count + leftOut(plan).length, 0);
+  const why =
+    found > 0
+      ? `the patterns select none of the ${found} valid ${found === 1 ? "skill" : "skills"} found`
+      : unbuilt > 0
+        ? `the only SKILL.md files found (${unbuilt}) are in dot folders or inside other skills' folders, which are not built (see the warnings above)`
+        : "no SKILL.md was found";
+  return {
+    code: "agent-empty",
+    file,
+    message: `${loaded.implicit ? "the paths hold" : `agent "${id}" has`} no skill: ${why}`,
+    hint: found > 0 ? "Check the `available`, `inline` and `allow` patterns against the skills' names." : unbuilt > 0 ? "Each warning names the setting that builds its skill." : "Check each `root`; a skill is a folder holding a file named SKILL.md.",
+  };
 }
 
 /**

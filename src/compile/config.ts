@@ -24,6 +24,10 @@ const sourceSchema = z.strictObject({
   inline: patterns.optional(),
   include: patterns.optional(),
   exclude: patterns.optional(),
+  /** A folder with a SKILL.md inside a skill's folder is a skill of its own (as the MCP skills extension allows), not one of that skill's files. */
+  nested: z.boolean().optional(),
+  /** The root may be absent (`~/skills` on a laptop): no `root-missing` then. */
+  optional: z.boolean().optional(),
 });
 
 /** A function format exists only in TS/JS configs; JSON Schema cannot describe it, so `configJsonSchema` leaves it out. */
@@ -184,6 +188,8 @@ export interface LoadedConfig {
   inputs: string[];
   /** `SKILLS_PROMPT_CHAR_BUDGET` as the config was loaded: the budget, in characters, of every agent that sets none. */
   environmentBudget?: number;
+  /** No config file: `skills check PATH…`, one agent over the paths, every skill under them built. */
+  implicit?: true;
 }
 
 /** The environment variable that sets the character budget of every agent whose config sets none. */

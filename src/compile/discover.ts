@@ -36,6 +36,8 @@ export interface DiscoveredSkill {
    * relative path: a file read later must still be that one (`path-changed`).
    */
   identities: Map<string, FileStats>;
+  /** Reached only through a folder whose name starts with `.` (`.curated/…`): a source builds it only when its `include` names that folder. */
+  hidden?: true;
 }
 
 /**
@@ -88,13 +90,20 @@ export function takeStats(taken: Map<string, TakenStats> | undefined, path: stri
 
 export interface RootListing {
   root: string;
-  /** In path order, each real file once. */
+  /**
+   * In path order, each real file once: the skills outside dot folders, then (`hidden`) those reached only through
+   * one, and with `nested`, those inside other skills' folders.
+   */
   skills: DiscoveredSkill[];
+  /** Without `nested`: SKILL.md files inside other skills' folders, in path order; each is a file of that skill, not a skill. */
+  enclosed: EnclosedSkillFile[];
   findings: Finding[];
   /** Every folder listed, as walked (a linked folder by the link's path): where a change can add, edit or remove a skill. */
   folders: string[];
   /** Each .gitignore read, as walked, with the stats of the file read. */
   ignoreFiles: Map<string, FileStats>;
+  /** Why the root gave nothing: it does not exist or cannot be read (`root-missing`), or it is a file (`root-not-folder`). */
+  unusable?: { code: "root-missing" | "root-not-folder"; reason: string };
 }
 
 /**
@@ -111,226 +120,298 @@ function withinByteLimit(paths: string[], files: Map<string, FileStats>): string
   return kept;
 }
 
+/** A SKILL.md inside another skill's folder, which (without `nested`) is one of that skill's files. */
+export interface EnclosedSkillFile {
+  /** Absolute path as discovered. */
+  file: string;
+  /** Its folder relative to the root, `/`-separated. */
+  dir: string;
+  /** Real path of the file: one that is a skill too (a skill folder linked into another) is not enclosed. */
+  realFile: string;
+  /** The folder of the skill it is inside, relative to the root. */
+  within: string;
+  /** Reached only through a folder whose name starts with `.`. */
+  hidden: boolean;
+}
+
+export interface DiscoverOptions {
+  /** A folder with a SKILL.md inside a skill folder is a skill of its own, and not one of the enclosing skill's files. */
+  nested?: boolean;
+  list?: ListFolder;
+  /** Stats this build took already (see `StatsTaken`). */
+  filesTaken?: StatsTaken["files"];
+}
+
+/** A folder as the walk reaches it. */
+interface Place {
+  dir: string;
+  /** Relative to the root, `/`-separated. */
+  rel: string;
+  real: string;
+  /** Real paths of the folders above it on the way here: a link back to one of them is a cycle. */
+  ancestors: readonly string[];
+  /** The .gitignore rules of the folders above it. */
+  ignoreRules: GitignoreRules;
+  viaLink: boolean;
+  /** Reached through a folder whose name starts with `.`. */
+  hidden: boolean;
+}
+
 /**
- * Walks one root: dot entries and node_modules skipped, .gitignore honoured, symlinks followed
- * while they stay inside the root, and a folder holding SKILL.md is one skill whose subfolders are its
- * resources. Each folder's entries are walked in path order and each real folder is listed once, at the first
- * path that reaches it: that is the path dedupe would keep, and links that fan out cannot make the
- * walk exponential. The result never depends on the order in which the filesystem lists entries.
+ * Walks one root: .gitignore honoured, symlinks followed while they stay inside the root, and a folder
+ * holding SKILL.md is one skill whose subfolders are its resources (with `nested`, a subfolder holding a SKILL.md
+ * is a skill of its own). Each folder's entries are walked in path order and each real folder is listed once, at
+ * the first path that reaches it: that is the path dedupe would keep, and links that fan out cannot
+ * make the walk exponential. `.git` and node_modules are never entered; other folders whose names start with `.`
+ * are walked last, once everything else has been, for the skills only they hold (`hidden`, which a source builds
+ * only when its `include` names the folder): a skill also reached through a link elsewhere is found there, as if
+ * the dot folders were not walked at all. The result never depends on the order in which the filesystem lists
+ * entries.
  *
  * Synchronous on purpose: with the page cache warm (every build after a checkout or an edit), a synchronous
  * readdir costs a fraction of a promise round trip through the thread pool, and a 10,000-skill walk is
  * mostly such calls.
  */
-export function discoverRoot(root: string, display: (path: string) => string, list: ListFolder = readFolder, filesTaken?: StatsTaken["files"]): RootListing {
-  const findings: Finding[] = [];
+export function discoverRoot(root: string, display: (path: string) => string, options: DiscoverOptions = {}): RootListing {
   let rootReal: string;
   try {
     rootReal = realpathSync.native(root);
-    if (!statSync(rootReal).isDirectory()) {
-      // A file where a root should be is a mistake in the config, not a root still to be made: an error.
-      findings.push({
-        code: "root-not-folder",
-        file: display(root),
-        message: `the root ${display(root)} is a file, not a folder`,
-        hint: "A root is a folder of skill folders (or one skill's folder); point `root` at the folder that holds SKILL.md, not at the file.",
-      });
-      return { root, skills: [], findings, folders: [], ignoreFiles: new Map() };
-    }
+    if (!statSync(rootReal).isDirectory()) return { root, skills: [], enclosed: [], findings: [], folders: [], ignoreFiles: new Map(), unusable: { code: "root-not-folder", reason: "is a file, not a folder" } };
   } catch (error) {
-    findings.push({
-      code: "root-missing",
-      file: display(root),
-      message: `the root ${display(root)} ${describeFsError(error, "does not exist")}`,
-      hint: "Check `root` in the config; relative roots resolve against the config file's folder.",
-    });
-    return { root, skills: [], findings, folders: [], ignoreFiles: new Map() };
+    return { root, skills: [], enclosed: [], findings: [], folders: [], ignoreFiles: new Map(), unusable: { code: "root-missing", reason: describeFsError(error, "does not exist") } };
+  }
+  const walk = new RootWalk(rootReal, display, options);
+  walk.walk({ dir: root, rel: "", real: rootReal, ancestors: [], ignoreRules: undefined, viaLink: false, hidden: false });
+  return { root, ...walk.finish() };
+}
+
+/** Folders never entered: git's own store, and installed packages. */
+export const NEVER_WALKED: ReadonlySet<string> = new Set([".git", "node_modules"]);
+
+/** One root's walk: what it found so far, and the dot folders still to walk. */
+class RootWalk {
+  readonly findings: Finding[] = [];
+  private readonly folders: string[] = [];
+  private readonly ignoreFiles = new Map<string, FileStats>();
+  private readonly found: DiscoveredSkill[] = [];
+  private readonly enclosed: EnclosedSkillFile[] = [];
+  /** Real paths of the folders walked so far. */
+  private readonly listed = new Set<string>();
+  /** Dot folders met so far, walked once everything else has been. */
+  private readonly dotFolders: Place[] = [];
+  private readonly list: ListFolder;
+
+  constructor(
+    private readonly rootReal: string,
+    private readonly display: (path: string) => string,
+    private readonly options: DiscoverOptions,
+  ) {
+    this.list = options.list ?? readFolder;
   }
 
-  const found: DiscoveredSkill[] = [];
-  const folders: string[] = [];
-  /** Real paths of the folders walked so far. */
-  const listed = new Set<string>();
-  const isInsideRoot = (real: string) => real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
-  const ignoreFiles = new Map<string, FileStats>();
-  const withIgnoreFile = (ignoreRules: GitignoreRules, dir: string, relDir: string): GitignoreRules => {
+  finish(): Pick<RootListing, "skills" | "enclosed" | "findings" | "folders" | "ignoreFiles"> {
+    // A dot folder met while walking another one is walked after it: it goes on the end of the list.
+    for (let index = 0; index < this.dotFolders.length; index++) this.walk(this.dotFolders[index]!);
+    const seen = new Set<string>();
+    const once = (skills: DiscoveredSkill[]) => skills.sort((a, b) => comparePaths(a.dir, b.dir)).filter((skill) => !seen.has(skill.realFile) && seen.add(skill.realFile));
+    // A file reached both outside and inside dot folders is the skill found outside.
+    const skills = [...once(this.found.filter((skill) => !skill.hidden)), ...once(this.found.filter((skill) => skill.hidden))].sort((a, b) => comparePaths(a.dir, b.dir));
+    const enclosed = this.enclosed.filter((entry) => !seen.has(entry.realFile)).sort((a, b) => comparePaths(a.dir, b.dir));
+    return { skills, enclosed, findings: this.findings, folders: this.folders, ignoreFiles: this.ignoreFiles };
+  }
+
+  walk(place: Place, listing?: FolderEntry[]): void {
+    if (this.listed.has(place.real)) return; // reached before, through a link or as a link's target: a cycle or a second path
+    this.listed.add(place.real);
+    let entries = listing;
+    if (!entries) {
+      try {
+        entries = this.list(place.dir).sort((a, b) => comparePaths(a.name, b.name));
+      } catch (error) {
+        this.findings.push({ code: "path-unreadable", file: this.display(place.dir), message: `the folder ${this.display(place.dir)} ${describePathError(place.dir, error, "cannot be read")}; skills below it are left out` });
+        return;
+      }
+      this.folders.push(place.dir);
+    }
+    // The folder's own .gitignore applies to everything in it, its SKILL.md included.
+    const ignoreRules = this.withIgnoreFile(place, entries);
+    const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
+    if (skillEntry && !isIgnored(ignoreRules, place.rel ? `${place.rel}/SKILL.md` : "SKILL.md", false) && this.addSkill({ ...place, ignoreRules }, skillEntry, entries)) return;
+
+    for (const entry of entries) {
+      if (NEVER_WALKED.has(entry.name)) continue;
+      const rel = place.rel ? `${place.rel}/${entry.name}` : entry.name;
+      const path = pathIn(place.dir, entry.name);
+      const ancestors = [...place.ancestors, place.real];
+      if (entry.name.startsWith(".")) {
+        // Links in dot folders' names are not followed: only the folders themselves are searched.
+        if (entry.isDirectory() && !isIgnored(ignoreRules, rel, true)) this.dotFolders.push({ dir: path, rel, real: pathIn(place.real, entry.name), ancestors, ignoreRules, viaLink: place.viaLink, hidden: true });
+      } else if (entry.isDirectory()) {
+        if (!isIgnored(ignoreRules, rel, true)) this.walk({ dir: path, rel, real: pathIn(place.real, entry.name), ancestors, ignoreRules, viaLink: place.viaLink, hidden: place.hidden });
+      } else if (entry.isSymbolicLink()) {
+        const target = resolveLink(path);
+        if (!target?.stats.isDirectory() || isIgnored(ignoreRules, rel, true)) continue; // broken links and links to files are not skills
+        if (!this.isInsideRoot(target.real)) {
+          this.findings.push(escapeFinding(this.display(path), target.real, this.display));
+          continue;
+        }
+        this.walk({ dir: path, rel, real: target.real, ancestors, ignoreRules, viaLink: true, hidden: place.hidden });
+      }
+    }
+  }
+
+  /**
+   * Makes the folder at `place` (its own .gitignore among its rules) a skill; false when its SKILL.md is not a file
+   * (reported), so the walk goes on below it.
+   */
+  private addSkill(place: Place, skillEntry: FolderEntry, entries: FolderEntry[]): boolean {
+    const file = pathIn(place.dir, "SKILL.md");
+    let realFile: string | undefined;
+    let identity: FileStats | undefined;
+    if (skillEntry.isFile()) {
+      realFile = place.viaLink ? realpathOr(file) : pathIn(place.real, "SKILL.md");
+      identity = this.identify(file, pathIn(place.real, "SKILL.md"), "the folder is not a skill");
+    } else if (skillEntry.isSymbolicLink()) {
+      const target = resolveLink(file);
+      if (target && !this.isInsideRoot(target.real)) {
+        this.findings.push(escapeFinding(this.display(file), target.real, this.display));
+        return true;
+      }
+      if (target?.stats.isFile()) {
+        realFile = target.real;
+        identity = fileStatsOf(target.stats);
+      } else this.findings.push(notAFile(this.display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
+    } else {
+      this.findings.push(notAFile(this.display(file), describeKind(skillEntry)));
+    }
+    if (realFile === undefined || identity === undefined) return false;
+    const files = new Map<string, FileStats>();
+    const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
+    this.collectFiles({ ...place, ancestors: [...place.ancestors, place.real] }, "", place.rel, entries, files, budget);
+    if (budget.left < 0) {
+      this.findings.push({
+        code: "skill-folder-too-large",
+        file: this.display(file),
+        message: `the skill folder ${this.display(place.dir)} holds more than ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} files and folders (counting each path its links lead to); the rest are left out of its file list`,
+        hint: "Move large material out of the skill folder, or remove links that lead to the same folders many times over.",
+      });
+    }
+    files.set("SKILL.md", identity);
+    const listed = files.size;
+    const paths = withinByteLimit([...files.keys()].sort(comparePaths), files);
+    if (paths.length < listed) {
+      this.findings.push({
+        code: "skill-files-too-large",
+        file: this.display(file),
+        message: `the files of the skill folder ${this.display(place.dir)} total more than ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB (counting each path its links lead to); ${listed - paths.length} of ${listed}, the last in path order, are left out of its file list`,
+        hint: "Keep large data, models and media out of the skill folder (its files are hashed for the manifest and copied with `stage`), or remove links that lead to the same file many times over.",
+      });
+    }
+    this.found.push({ file, dir: place.rel, realFile, files: paths, identities: files, ...(place.hidden ? { hidden: true as const } : {}) });
+    return true;
+  }
+
+  /**
+   * A skill folder's files, by the walk's rules: dot entries, node_modules and ignored paths left out, links
+   * followed while they stay inside the root, cycles ended. `entries` is the folder's listing, already read;
+   * `skillRel` the folder relative to the skill's, `skillDir` the skill's relative to the root. A dot folder is
+   * searched for skills later, as the walk's are; a subfolder with a SKILL.md is recorded as enclosed, or with
+   * `nested` walked as a skill of its own.
+   */
+  private collectFiles(place: Place, skillRel: string, skillDir: string, entries: readonly FolderEntry[], files: Map<string, FileStats>, budget: { left: number }): void {
+    const { ignoreRules } = place;
+    for (const entry of entries) {
+      const rel = place.rel ? `${place.rel}/${entry.name}` : entry.name;
+      const path = pathIn(place.dir, entry.name);
+      if (entry.name.startsWith(".") || entry.name === "node_modules") {
+        if (!NEVER_WALKED.has(entry.name) && entry.isDirectory() && !isIgnored(ignoreRules, rel, true)) {
+          this.dotFolders.push({ dir: path, rel, real: pathIn(place.real, entry.name), ancestors: [...place.ancestors, place.real], ignoreRules, viaLink: place.viaLink, hidden: true });
+        }
+        continue;
+      }
+      if (--budget.left < 0) return;
+      const fileRel = skillRel ? `${skillRel}/${entry.name}` : entry.name;
+      const descend = (real: string, viaLink: boolean) => {
+        if (real === place.real || place.ancestors.includes(real)) return; // a cycle
+        let inner: FolderEntry[];
+        try {
+          // In path order, so that a folder over the entry budget always lists the same files.
+          inner = this.list(path).sort((a, b) => comparePaths(a.name, b.name));
+        } catch (error) {
+          this.findings.push({ code: "path-unreadable", file: this.display(path), message: `the folder ${this.display(path)} ${describePathError(path, error, "cannot be read")}; its files are left out of the skill` });
+          return;
+        }
+        this.folders.push(path);
+        const inside: Place = { dir: path, rel, real, ancestors: [...place.ancestors, place.real], ignoreRules, viaLink, hidden: place.hidden };
+        const innerRules = this.withIgnoreFile(inside, inner);
+        if (inner.some((child) => child.name === "SKILL.md") && !isIgnored(innerRules, `${rel}/SKILL.md`, false)) {
+          if (this.options.nested) return this.walk(inside, inner);
+          const file = pathIn(path, "SKILL.md");
+          this.enclosed.push({ file, realFile: realpathOr(file), dir: rel, within: skillDir, hidden: place.hidden });
+        }
+        this.collectFiles({ ...inside, ignoreRules: innerRules }, fileRel, skillDir, inner, files, budget);
+      };
+      if (entry.isFile()) {
+        const identity = isIgnored(ignoreRules, rel, false) ? undefined : this.identify(path, pathIn(place.real, entry.name), "it is left out of the skill's files");
+        if (identity) files.set(fileRel, identity);
+      } else if (!entry.isDirectory() && !entry.isSymbolicLink()) {
+        if (!isIgnored(ignoreRules, rel, false)) this.findings.push(notInFiles(this.display(path), describeKind(entry)));
+      } else if (entry.isDirectory()) {
+        if (!isIgnored(ignoreRules, rel, true)) descend(pathIn(place.real, entry.name), place.viaLink);
+      } else if (entry.isSymbolicLink()) {
+        const target = resolveLink(path);
+        if (!target) continue; // a broken link
+        if (!(target.stats.isFile() || target.stats.isDirectory())) {
+          if (!isIgnored(ignoreRules, rel, false)) this.findings.push(notInFiles(this.display(path), `is a link to something that ${describeKind(target.stats)}`));
+          continue;
+        }
+        if (isIgnored(ignoreRules, rel, target.stats.isDirectory())) continue;
+        if (!this.isInsideRoot(target.real)) {
+          this.findings.push(escapeFinding(this.display(path), target.real, this.display));
+          continue;
+        }
+        if (target.stats.isFile()) files.set(fileRel, fileStatsOf(target.stats));
+        else descend(target.real, true);
+      }
+    }
+  }
+
+  private isInsideRoot(real: string): boolean {
+    const { rootReal } = this;
+    return real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
+  }
+
+  /** `place.ignoreRules`, with the folder's own .gitignore (when its listing has one) as the deepest. */
+  private withIgnoreFile(place: Place, entries: readonly FolderEntry[]): GitignoreRules {
+    if (!entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) return place.ignoreRules;
     let rules: Uint8Array = new Uint8Array();
-    const file = pathIn(dir, ".gitignore");
+    const file = pathIn(place.dir, ".gitignore");
     let fd: number | undefined;
     try {
       fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-      ignoreFiles.set(file, fileStatsOf(fstatSync(fd, { bigint: true })));
+      this.ignoreFiles.set(file, fileStatsOf(fstatSync(fd, { bigint: true })));
       rules = readFileSync(fd);
     } catch {
       // an unreadable .gitignore ignores nothing
     } finally {
       if (fd !== undefined) closeSync(fd);
     }
-    return withGitignore(ignoreRules, relDir, rules);
-  };
+    return withGitignore(place.ignoreRules, place.rel, rules);
+  }
 
   /** The identity of a regular file the walk listed (`path`, at `realPath`); a finding when it is unreadable or no longer a file. */
-  const identify = (path: string, realPath: string, consequence: string): FileStats | undefined => {
+  private identify(path: string, realPath: string, consequence: string): FileStats | undefined {
     let stats: TakenStats;
     try {
-      stats = takeStats(filesTaken, realPath) ?? lstatSync(realPath, { bigint: true });
+      stats = takeStats(this.options.filesTaken, realPath) ?? lstatSync(realPath, { bigint: true });
     } catch (error) {
-      findings.push({ code: "path-unreadable", file: display(path), message: `${display(path)} ${describePathError(path, error, "cannot be read")}; ${consequence}` });
+      this.findings.push({ code: "path-unreadable", file: this.display(path), message: `${this.display(path)} ${describePathError(path, error, "cannot be read")}; ${consequence}` });
       return undefined;
     }
     if (stats.isFile()) return fileStatsOf(stats);
-    findings.push(pathChanged(display(path), display(path), consequence));
+    this.findings.push(pathChanged(this.display(path), this.display(path), consequence));
     return undefined;
-  };
-
-  const walk = (dir: string, relDir: string, dirReal: string, ancestors: readonly string[], ignoreRules: GitignoreRules, viaLink: boolean): void => {
-    if (listed.has(dirReal)) return; // reached before, through a link or as a link's target: a cycle or a second path
-    listed.add(dirReal);
-    let entries: FolderEntry[];
-    try {
-      entries = list(dir).sort((a, b) => comparePaths(a.name, b.name));
-    } catch (error) {
-      findings.push({ code: "path-unreadable", file: display(dir), message: `the folder ${display(dir)} ${describePathError(dir, error, "cannot be read")}; skills below it are left out` });
-      return;
-    }
-    folders.push(dir);
-    // The folder's own .gitignore applies to everything in it, its SKILL.md included.
-    if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) ignoreRules = withIgnoreFile(ignoreRules, dir, relDir);
-
-    const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
-    if (skillEntry && !isIgnored(ignoreRules, relDir ? `${relDir}/SKILL.md` : "SKILL.md", false)) {
-      const file = pathIn(dir, "SKILL.md");
-      let realFile: string | undefined;
-      let identity: FileStats | undefined;
-      if (skillEntry.isFile()) {
-        realFile = viaLink ? realpathOr(file) : pathIn(dirReal, "SKILL.md");
-        identity = identify(file, pathIn(dirReal, "SKILL.md"), "the folder is not a skill");
-      } else if (skillEntry.isSymbolicLink()) {
-        const target = resolveLink(file);
-        if (target && !isInsideRoot(target.real)) {
-          findings.push(escapeFinding(display(file), target.real, display));
-          return;
-        }
-        if (target?.stats.isFile()) {
-          realFile = target.real;
-          identity = fileStatsOf(target.stats);
-        } else findings.push(notAFile(display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
-      } else {
-        findings.push(notAFile(display(file), describeKind(skillEntry)));
-      }
-      if (realFile !== undefined && identity !== undefined) {
-        const files = new Map<string, FileStats>();
-        const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
-        collectFiles(dir, relDir, "", dirReal, [...ancestors, dirReal], ignoreRules, entries, files, budget);
-        if (budget.left < 0) {
-          findings.push({
-            code: "skill-folder-too-large",
-            file: display(file),
-            message: `the skill folder ${display(dir)} holds more than ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} files and folders (counting each path its links lead to); the rest are left out of its file list`,
-            hint: "Move large material out of the skill folder, or remove links that lead to the same folders many times over.",
-          });
-        }
-        files.set("SKILL.md", identity);
-        const listed = files.size;
-        const paths = withinByteLimit([...files.keys()].sort(comparePaths), files);
-        if (paths.length < listed) {
-          findings.push({
-            code: "skill-files-too-large",
-            file: display(file),
-            message: `the files of the skill folder ${display(dir)} total more than ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB (counting each path its links lead to); ${listed - paths.length} of ${listed}, the last in path order, are left out of its file list`,
-            hint: "Keep large data, models and media out of the skill folder (its files are hashed for the manifest and copied with `stage`), or remove links that lead to the same file many times over.",
-          });
-        }
-        found.push({ file, dir: relDir, realFile, files: paths, identities: files });
-        return;
-      }
-      // A SKILL.md that is not a file (reported above) does not make a skill; keep walking.
-    }
-
-    for (const entry of entries) {
-      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
-      const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
-      const path = pathIn(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (!isIgnored(ignoreRules, rel, true)) walk(path, rel, pathIn(dirReal, entry.name), [...ancestors, dirReal], ignoreRules, viaLink);
-      } else if (entry.isSymbolicLink()) {
-        const target = resolveLink(path);
-        if (!target?.stats.isDirectory() || isIgnored(ignoreRules, rel, true)) continue; // broken links and links to files are not skills
-        if (!isInsideRoot(target.real)) {
-          findings.push(escapeFinding(display(path), target.real, display));
-          continue;
-        }
-        walk(path, rel, target.real, [...ancestors, dirReal], ignoreRules, true);
-      }
-    }
-  };
-
-  /**
-   * A skill folder's files, by the walk's rules: dot entries, node_modules and ignored paths left out, links
-   * followed while they stay inside the root, cycles ended. `entries` is the folder's listing, already read.
-   */
-  const collectFiles = (
-    dir: string,
-    relDir: string,
-    skillRel: string,
-    dirReal: string,
-    ancestors: readonly string[],
-    ignoreRules: GitignoreRules,
-    entries: readonly FolderEntry[],
-    files: Map<string, FileStats>,
-    budget: { left: number },
-  ): void => {
-    for (const entry of entries) {
-      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
-      if (--budget.left < 0) return;
-      const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
-      const fileRel = skillRel ? `${skillRel}/${entry.name}` : entry.name;
-      const path = pathIn(dir, entry.name);
-      const descend = (real: string) => {
-        if (real === dirReal || ancestors.includes(real)) return; // a cycle
-        let inner: FolderEntry[];
-        try {
-          // In path order, so that a folder over the entry budget always lists the same files.
-          inner = list(path).sort((a, b) => comparePaths(a.name, b.name));
-        } catch (error) {
-          findings.push({ code: "path-unreadable", file: display(path), message: `the folder ${display(path)} ${describePathError(path, error, "cannot be read")}; its files are left out of the skill` });
-          return;
-        }
-        folders.push(path);
-        const ignoreFile = inner.some((child) => child.name === ".gitignore" && child.isFile());
-        collectFiles(path, rel, fileRel, real, [...ancestors, dirReal], ignoreFile ? withIgnoreFile(ignoreRules, path, rel) : ignoreRules, inner, files, budget);
-      };
-      if (entry.isFile()) {
-        const identity = isIgnored(ignoreRules, rel, false) ? undefined : identify(path, pathIn(dirReal, entry.name), "it is left out of the skill's files");
-        if (identity) files.set(fileRel, identity);
-      } else if (!entry.isDirectory() && !entry.isSymbolicLink()) {
-        if (!isIgnored(ignoreRules, rel, false)) findings.push(notInFiles(display(path), describeKind(entry)));
-      } else if (entry.isDirectory()) {
-        if (!isIgnored(ignoreRules, rel, true)) descend(pathIn(dirReal, entry.name));
-      } else if (entry.isSymbolicLink()) {
-        const target = resolveLink(path);
-        if (!target) continue; // a broken link
-        if (!(target.stats.isFile() || target.stats.isDirectory())) {
-          if (!isIgnored(ignoreRules, rel, false)) findings.push(notInFiles(display(path), `is a link to something that ${describeKind(target.stats)}`));
-          continue;
-        }
-        if (isIgnored(ignoreRules, rel, target.stats.isDirectory())) continue;
-        if (!isInsideRoot(target.real)) {
-          findings.push(escapeFinding(display(path), target.real, display));
-          continue;
-        }
-        if (target.stats.isFile()) files.set(fileRel, fileStatsOf(target.stats));
-        else descend(target.real);
-      }
-    }
-  };
-
-  walk(root, "", rootReal, [], undefined, false);
-
-  found.sort((a, b) => comparePaths(a.dir, b.dir));
-  const seen = new Set<string>();
-  const skills = found.filter((skill) => !seen.has(skill.realFile) && seen.add(skill.realFile));
-  return { root, skills, findings, folders, ignoreFiles };
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import type { ListedFolder } from "./cache.js";
-import { pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
+import { NEVER_WALKED, pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
 import { fileStatsOf, type FileStats } from "./resources.js";
 
 /**
@@ -96,16 +96,18 @@ export class DiscoveryMemo {
   /**
    * Whether a change to `path`, which is no file of a skill the last discovery found, may change what discovery
    * finds: it is a root or a folder above one, a `.gitignore` or a folder the walk listed, or an entry of a listed
-   * folder that is there now or whose folder's entries differ from the listing's. Entries the walk skips (other dot
-   * entries, node_modules) and a temporary file that came and went (an editor's save) do not.
+   * folder that is there now or whose folder's entries differ from the listing's. Entries the walk skips (.git,
+   * node_modules, dot files) and a temporary file that came and went (an editor's save) do not.
    */
   private mayAffect(path: string, listings: ReadonlyMap<string, RootListing>, folders: ReadonlySet<string>): boolean {
-    for (const root of listings.keys()) if (root === path || root.startsWith(path.endsWith(sep) ? path : path + sep)) return true;
+    for (const { root } of listings.values()) if (root === path || root.startsWith(path.endsWith(sep) ? path : path + sep)) return true;
     const name = basename(path);
     if (name === ".gitignore") return true;
-    if (isSkipped(name)) return false;
+    if (NEVER_WALKED.has(name)) return false;
     if (folders.has(path)) return !this.sameEntries(path);
     if (!folders.has(dirname(path))) return false;
+    // A dot file changes nothing the walk sees; a dot folder added or removed changes its folder's entries.
+    if (name.startsWith(".")) return !this.sameEntries(dirname(path));
     return lstatSync(path, { throwIfNoEntry: false }) !== undefined || !this.sameEntries(dirname(path));
   }
 
@@ -177,15 +179,15 @@ export class DiscoveryMemo {
   }
 }
 
-/** An entry discovery never looks at: a dot entry (but `.gitignore`, which it reads) or node_modules. */
-function isSkipped(name: string): boolean {
-  return (name.startsWith(".") && name !== ".gitignore") || name === "node_modules";
+/** An entry discovery never looks at: .git, node_modules, or a dot entry that is not a folder (but `.gitignore`, which it reads). */
+function isSkipped(entry: FolderEntry): boolean {
+  return NEVER_WALKED.has(entry.name) || (entry.name.startsWith(".") && entry.name !== ".gitignore" && !entry.isDirectory());
 }
 
 /** A folder's entries as one text, less those the walk skips: each kind and name, in name order. */
 function entriesOf(entries: readonly FolderEntry[]): string {
   return entries
-    .filter((entry) => !isSkipped(entry.name))
+    .filter((entry) => !isSkipped(entry))
     .map((entry) => `${entry.isFile() ? "f" : entry.isDirectory() ? "d" : entry.isSymbolicLink() ? "l" : "o"}${entry.name}`)
     .sort()
     .join("\n");

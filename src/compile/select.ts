@@ -31,8 +31,13 @@ export interface SelectedSkill {
 
 export interface SourceView {
   config: SourceConfig;
-  /** The root's valid skills in path order. */
+  /** The valid skills the source found (its `include` and `exclude` applied), in path order. */
   skills: readonly RootSkill[];
+  /**
+   * The folder names of the skills it found that failed their checks: a pattern that would select one is not
+   * reported as selecting nothing, as the skill's own diagnostics say why it is missing.
+   */
+  failed?: readonly string[];
 }
 
 /** The agent settings that act on its selection as a whole. */
@@ -46,7 +51,7 @@ export type SelectionSettings = Partial<Pick<AgentConfig, "allow" | "duplicates"
 export function selectAgent(
   agentId: string,
   sources: readonly SourceView[],
-  configFile: string,
+  configFile: string | undefined,
   settings: SelectionSettings = {},
 ): { selected: SelectedSkill[]; notAllowed: SelectedSkill[]; findings: Finding[] } {
   const findings: Finding[] = [];
@@ -55,7 +60,7 @@ export function selectAgent(
 
   sources.forEach((source, sourceIndex) => {
     const where = `agents.${agentId}.skills[${sourceIndex}]`;
-    const skills = uniqueNames(narrow(source), settings.duplicates === "last" ? "last" : "first", findings);
+    const skills = uniqueNames(source.skills, settings.duplicates === "last" ? "last" : "first", findings);
     const available = source.config.available ?? (source.config.inline ? [] : ["*"]);
     const inline = source.config.inline ?? [];
     const availableMatcher = compilePatterns(available);
@@ -81,7 +86,7 @@ export function selectAgent(
     for (const field of ["available", "inline"] as const) {
       const written = source.config[field];
       if (!written) continue;
-      for (const pattern of compilePatterns(written).unmatched(names)) {
+      for (const pattern of compilePatterns(written).unmatched([...names, ...(source.failed ?? [])])) {
         findings.push({
           code: "pattern-unmatched",
           file: configFile,
@@ -95,7 +100,7 @@ export function selectAgent(
   if (settings.allow) {
     const allowed = compilePatterns(settings.allow);
     const names = [...new Set(selected.map((entry) => entry.skill.name))];
-    for (const pattern of allowed.unmatched(names)) {
+    for (const pattern of allowed.unmatched([...names, ...sources.flatMap((source) => source.failed ?? [])])) {
       findings.push({
         code: "pattern-unmatched",
         file: configFile,
@@ -149,16 +154,6 @@ export function selectAgent(
   return { selected, notAllowed, findings };
 }
 
-/** `include` / `exclude`: globs over the skill folder's path relative to the root. */
-function narrow(source: SourceView): readonly RootSkill[] {
-  const { include, exclude } = source.config;
-  if (!include && !exclude) return source.skills;
-  const included = include ? picomatch(include, { dot: true }) : () => true;
-  const excluded = exclude ? picomatch(exclude, { dot: true }) : () => false;
-  return source.skills.filter((skill) => included(skill.dir) && !excluded(skill.dir));
-}
-
-/**
 /**
  * Two skills of one name in one root (`duplicate-name`): the first in path order wins, or with
  * `duplicates: "last"` the last (the last discovered overrides, as in a server that keys skills by name). Names are compared in

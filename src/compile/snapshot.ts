@@ -24,7 +24,7 @@ interface InputsFile {
   bundle: BundleRecord;
 }
 
-type StoredCompilation = Pick<Compilation, "agents" | "diagnostics" | "inputs">;
+type StoredCompilation = Pick<Compilation, "agents" | "skillsChecked" | "diagnostics" | "inputs">;
 
 /**
  * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched;
@@ -57,9 +57,9 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
   }
   if (!isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
   const stored = readCacheFile(files.result, FORMAT, `${key}:${index.bundle.fingerprint}`) as StoredCompilation | undefined;
-  if (!Array.isArray(stored?.agents) || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
+  if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
   const agents = restoreBodies(stored.agents, verified);
-  return agents && { compilation: { config: loaded, outDir, agents, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders };
+  return agents && { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders };
 }
 
 /**
@@ -76,7 +76,7 @@ export function saveSnapshot(compilation: Compilation, cache: BuildCache): void 
     rmSync(files.inputs, { force: true });
     return;
   }
-  const stored: StoredCompilation = { agents: compilation.agents, diagnostics: compilation.diagnostics, inputs: compilation.inputs };
+  const stored: StoredCompilation = { agents: compilation.agents, skillsChecked: compilation.skillsChecked, diagnostics: compilation.diagnostics, inputs: compilation.inputs };
   // The result first: an inputs file is never read with another build's result (the key names the fingerprint).
   writeCacheFile(files.result, FORMAT, `${key}:${bundle.fingerprint}`, JSON.stringify(stored));
   // Where its files hold each skill is the build cache's business: this file only tells that the bundle is untouched.

@@ -336,7 +336,7 @@ function summaryCounts(result: CheckResult): string {
 }
 
 function scopeOf(result: CheckResult): string {
-  const skills = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.file))).size;
+  const skills = result.skillsChecked;
   return `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills} ${skills === 1 ? "skill" : "skills"}`;
 }
 
