@@ -4,7 +4,7 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
-import { loadConfig, type LoadedConfig } from "./compile/config.js";
+import { implicitConfig, loadConfig, type LoadedConfig } from "./compile/config.js";
 import type { StatsTaken } from "./compile/discover.js";
 import { DiscoveryMemo } from "./compile/discovery-memo.js";
 import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
@@ -12,13 +12,19 @@ import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { LINE_MAX, unifiedDiff } from "./review/diff.js";
 import { fixFiles, fixTargets, type FileFixes } from "./lint/files.js";
+import { gate, type GateOptions } from "./lint/gate.js";
 import { compareBundle, hashBundleFile, linkBelow, openBundleFile, OutputError, writeBundle, writePublished } from "./bundle/emit.js";
 import { publishedFolders, type PublishedFolder } from "./bundle/well-known.js";
 import { sha256Hex } from "./compile/resources.js";
 
-export interface CheckOptions {
+export interface CheckOptions extends GateOptions {
   /** Config file; found in `cwd` when omitted. */
   config?: string;
+  /**
+   * Folders to check without a config (`skills check PATH…`), relative to `cwd`: one agent over them, every skill
+   * under them (in dot folders and inside other skills' folders too), the default rules.
+   */
+  paths?: readonly string[];
   cwd?: string;
   /** Warnings fail the run too. */
   strict?: boolean;
@@ -37,6 +43,15 @@ export interface CheckOptions {
 }
 
 export interface CheckResult extends Compilation {
+  /**
+   * What the run reports: the compilation's diagnostics (as the manifest records them) less those
+   * skills-suppressions.json covers, with one `suppression-stale` for each of its stale entries; errors alone with `quiet`.
+   */
+  diagnostics: Compilation["diagnostics"];
+  /** The findings skills-suppressions.json covers: neither reported nor counted. */
+  suppressed: Compilation["diagnostics"];
+  /** The suppressions file, when this run wrote it (`suppress`, `pruneSuppressions`). */
+  suppressionsWritten?: string;
   errors: number;
   warnings: number;
   /** No error, and no more warnings than `maxWarnings` allows (none with `strict`). */
@@ -51,7 +66,8 @@ export interface CheckResult extends Compilation {
   fixes?: FileFixes[];
 }
 
-export interface BuildOptions extends CheckOptions {
+/** `check`'s options less those of `check` alone: a build has a config, and writes no suppressions (it honours them). */
+export interface BuildOptions extends Omit<CheckOptions, "paths" | "suppress" | "pruneSuppressions"> {
   /** Compare with the bundle on disk instead of writing. */
   check?: boolean;
 }
@@ -88,9 +104,10 @@ export async function check(options: CheckOptions = {}): Promise<CheckResult> {
  * written (so it need not be compiled again).
  */
 async function fixFirst(options: CheckOptions): Promise<{ fixes: FileFixes[]; unchanged?: CheckResult }> {
-  const { result } = await compileCached({ ...options, fix: undefined }, { readOnly: true });
+  // What is fixed is what a plain run reports: a suppressed finding is left as the suppressions file accepts it.
+  const { result, compilation } = await compileCached({ ...options, fix: undefined, quiet: undefined, suppress: undefined, pruneSuppressions: undefined }, { readOnly: true });
   const fixes = fixFiles(fixTargets(result), { write: options.fix === true, recover: result.config.config.yaml === "recover" });
-  return { fixes, ...(fixes.some((file) => file.written) ? {} : { unchanged: result }) };
+  return { fixes, ...(fixes.some((file) => file.written) ? {} : { unchanged: withOutcome(compilation, options, result.cache) }) };
 }
 
 /**
@@ -125,25 +142,26 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
       return { ...withOutcome(compilation, options, cacheStats), outDir: compilation.outDir, written: false, stale: [] };
     }
   }
-  const { result, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded, statsTaken });
+  const { result, compilation, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded, statsTaken });
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
-    const fingerprint = options.check ? "" : bundleFingerprint(result);
+    // The bundle is the compilation's: suppressions and --quiet change what a run reports, not what it builds.
+    const fingerprint = options.check ? "" : bundleFingerprint(compilation);
     if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) {
-      if (!session) saveSnapshot(result, cache);
+      if (!session) saveSnapshot(compilation, cache);
       return { ...result, outDir, written: false, stale: [] };
     }
-    const bundle = bundleOf(result);
-    const copies = stagedCopies(result);
-    const published = publishedFolders(result);
+    const bundle = bundleOf(compilation);
+    const copies = stagedCopies(compilation);
+    const published = publishedFolders(compilation);
     if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, dirname(result.config.file), bundle, copies, published)) };
     const places = await writeBundle(outDir, bundle, copies, result.config, cache.bundle);
     await writePublished(published, result.config, outDir);
     // A published folder is recorded by its own path: the folders above it (the user's) change for other reasons.
     const publishedPaths = published.flatMap((folder) => [folder.dir, ...folder.files.map((file) => join(folder.dir, file.path))].map((path) => relative(outDir, path)));
     cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places, publishedPaths);
-    if (!session) saveSnapshot(result, cache);
+    if (!session) saveSnapshot(compilation, cache);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
     if (!options.check) {
@@ -167,9 +185,9 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
 export async function compileCached(
   options: CheckOptions,
   { readOnly = false, session, loaded: given, statsTaken }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig; statsTaken?: StatsTaken } = {},
-): Promise<{ result: CheckResult; cache: BuildCache }> {
+): Promise<{ result: CheckResult; compilation: Compilation; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
-  const { loaded, cache } = session ? await session.next(options.config, cwd, given) : await loadWithCache(options.config, cwd, readOnly, given);
+  const { loaded, cache } = session ? await session.next(options.config, cwd, given) : await loadWithCache(options, cwd, readOnly, given);
   const compilation = await compile(loaded, {
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
@@ -177,18 +195,22 @@ export async function compileCached(
     statsTaken,
     ...(session?.discovery ? { discovery: session.discovery } : {}),
   });
-  return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), cache };
+  return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), compilation, cache };
 }
 
-/** The counts and the verdict `options` give a compilation. */
+/**
+ * What `options` make of a compilation: the diagnostics the run reports (`gate`: suppressions, `--quiet`), counted,
+ * and the verdict, so that `ok`, the exit code and every output agree.
+ */
 function withOutcome(compilation: Compilation, options: CheckOptions, cache: CheckResult["cache"]): CheckResult {
-  const { errors, warnings } = countBySeverity(compilation.diagnostics);
+  const { diagnostics, suppressed, written } = gate(compilation, options);
+  const { errors, warnings } = countBySeverity(diagnostics);
   const tooManyWarnings = warnings > (options.strict ? 0 : (options.maxWarnings ?? Infinity));
-  return { ...compilation, errors, warnings, ok: errors === 0 && !tooManyWarnings, cache };
+  return { ...compilation, diagnostics, suppressed, ...(written ? { suppressionsWritten: written } : {}), errors, warnings, ok: errors === 0 && !tooManyWarnings, cache };
 }
 
-async function loadWithCache(config: string | undefined, cwd: string, readOnly: boolean, loaded?: LoadedConfig): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
-  loaded ??= await loadConfig(config, cwd, { readOnly });
+async function loadWithCache(options: CheckOptions, cwd: string, readOnly: boolean, loaded?: LoadedConfig): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
+  loaded ??= options.paths && options.paths.length > 0 ? implicitConfig(options.paths, cwd) : await loadConfig(options.config, cwd, { readOnly });
   return { loaded, cache: BuildCache.open(loaded) };
 }
 

@@ -146,3 +146,34 @@ describe("knock-on findings", () => {
     expect(run.stderr).toContain("1 error, 0 warnings; check failed (1 agent, 2 skills)");
   });
 });
+
+describe("skills check PATH… without a config", () => {
+  it("checks every skill under the paths, in dot folders and inside other skills' folders too, with the default rules", async () => {
+    const dir = await vendored({ agents: { unused: { skills: [{ root: "nowhere" }] } } });
+    await writeTree(dir, { "vendor/team/broken/SKILL.md": "---\nname: broken\n---\n" });
+    const run = await runCli(["check", "vendor/openai-skills", "vendor/awesome-copilot", "vendor/team", "--format", "json"], { cwd: dir });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report.agents).toEqual([expect.objectContaining({ id: "paths", skills: 9 })]);
+    // The config in the folder is not read: its missing root is not reported.
+    expect(report.diagnostics.map(({ code, file }: { code: string; file: string }) => [code, file])).toEqual([
+      ["name-mismatch", NESTED[0]],
+      ["name-mismatch", NESTED[1]],
+      ["name-mismatch", NESTED[2]],
+      ["name-mismatch", NESTED[3]],
+      ["description-missing", "vendor/team/broken/SKILL.md"],
+    ]);
+    const pretty = await runCli(["check", "vendor/openai-skills/skills/.system"], { cwd: dir });
+    expect(pretty).toMatchObject({ code: 0, stderr: "Checked 1 skill; 0 errors, 0 warnings\n" });
+  });
+
+  it("a missing path fails with the folder it was probably meant to be; --config and paths do not go together", async () => {
+    const dir = await vendored({ agents: { main: {} } });
+    const missing = await runCli(["check", "vendr"], { cwd: dir });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/error +the path "vendr" does not exist\. Did you mean "vendor"\? +\[root-missing\]/);
+    const both = await runCli(["check", "vendor", "--config", "skills.config.json"], { cwd: dir });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("PATH arguments check folders without a config: give --config or paths, not both");
+  });
+});

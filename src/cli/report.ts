@@ -1,7 +1,7 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import { countBySeverity, type Diagnostic } from "../compile/diagnostics.js";
+import { compareStrings, type Diagnostic } from "../compile/diagnostics.js";
 import { RULE_CODES, RULES, rulePage } from "../compile/rules.js";
 import { PACKAGE_VERSION } from "../compile/version.js";
 import { docsLink, REPOSITORY_URL } from "../compile/links.js";
@@ -106,10 +106,38 @@ export async function readSourceLines(diagnostics: readonly Diagnostic[], dir: s
   return sources;
 }
 
-export function formatSummary(diagnostics: readonly Diagnostic[], style: Style): string {
-  const { errors, warnings } = countBySeverity(diagnostics);
+/** "1 error, 2 warnings", and how many findings suppressions covered, if any. */
+export function formatSummary({ errors, warnings, suppressed = 0 }: { errors: number; warnings: number; suppressed?: number }, style: Style): string {
   const text = `${errors} ${errors === 1 ? "error" : "errors"}, ${warnings} ${warnings === 1 ? "warning" : "warnings"}`;
-  return errors > 0 ? style.red(text) : warnings > 0 ? style.yellow(text) : text;
+  const shown = errors > 0 ? style.red(text) : warnings > 0 ? style.yellow(text) : text;
+  return suppressed > 0 ? `${shown} (${suppressed} suppressed)` : shown;
+}
+
+/** Findings past which the pretty report ends with a count per code: what a large catalogue's first run needs. */
+export const COUNTS_PER_CODE_AFTER = 20;
+
+/** A line per code, the most frequent first: how many errors and warnings it gave, the numbers aligned. */
+export function formatCodeCounts(diagnostics: readonly Diagnostic[], style: Style): string {
+  const counts = new Map<string, { errors: number; warnings: number }>();
+  for (const { code, severity } of diagnostics) {
+    const count = counts.get(code) ?? { errors: 0, warnings: 0 };
+    count[severity === "error" ? "errors" : "warnings"]++;
+    counts.set(code, count);
+  }
+  const rows = [...counts].sort(([a, x], [b, y]) => y.errors + y.warnings - (x.errors + x.warnings) || compareStrings(a, b));
+  const codeWidth = Math.max(...rows.map(([code]) => code.length));
+  const numberWidth = Math.max(...rows.map(([, { errors, warnings }]) => String(Math.max(errors, warnings)).length));
+  const lines = rows.map(([code, { errors, warnings }]) => {
+    const part = (count: number, noun: string, colour: (text: string) => string) => (count > 0 ? colour(`${String(count).padStart(numberWidth)} ${noun}${count === 1 ? "" : "s"}`) : "");
+    return `  ${code.padEnd(codeWidth)}  ${[part(errors, "error", style.red), part(warnings, "warning", style.yellow)].filter(Boolean).join(", ")}`;
+  });
+  return [style.bold("Findings per code:"), ...lines].join("\n");
+}
+
+/** Errors and warnings among annotations: what the job summary's heading counts, so that it agrees with its rows. */
+export function countAnnotations(annotations: readonly Annotation[]): { errors: number; warnings: number } {
+  const errors = annotations.filter((annotation) => annotation.severity === "error").length;
+  return { errors, warnings: annotations.length - errors };
 }
 
 /**

@@ -5,6 +5,7 @@ import picomatch from "picomatch";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import type { DiscoveryMemo } from "./discovery-memo.js";
+import { configSeverities, ruleOnAnywhere } from "./overrides.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } from "./parse.js";
@@ -15,7 +16,6 @@ import { hashInWorker, hashOutcome, isSameFile, PATH_CHANGED, sha256Hex, type Fi
 import { brokenLinks } from "./body-links.js";
 import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
 import { agentSkillsFindings } from "./agentskills.js";
-import { PRESETS, RULES } from "./rules.js";
 import { selectAgent, type RootSkill, type SelectedSkill, type SourceView } from "./select.js";
 import { servedSkills } from "./serving.js";
 import { leftOut, planSources, rootFindings, sourceName, unbuiltFindings, type SourcePlan } from "./sources.js";
@@ -155,7 +155,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   /** What findings about the config name: nothing without one (`skills check PATH…`). */
   const configFinding = loaded.implicit ? undefined : configFile;
   const sourceLabel = (plan: SourcePlan) => sourceName(loaded, plan.agent, plan.index);
-  findings.push(...rootFindings(plans, configFinding, sourceLabel));
+  findings.push(...rootFindings(plans, loaded, configFinding, sourceLabel));
   // A file reached through two roots (one nested in the other) is read and checked once.
   const byFile = new Map<string, { folder: string; dir: string; file: string; stats: FileStats }>();
   const verified = new Map<string, FileStats>();
@@ -355,7 +355,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   }));
 
   for (const agent of agents) findings.push(...agentContentFindings(agent, configFile));
-  if ((config.rules["body-too-long"] ?? RULES["body-too-long"].severity) !== "off") findings.push(...(await bodyLengthFindings([...validByFile.values()], encoding)));
+  if (ruleOnAnywhere(config, "body-too-long")) findings.push(...(await bodyLengthFindings([...validByFile.values()], encoding)));
   const hashed = new Map<string, HashOutcome>();
   for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
   hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
@@ -365,7 +365,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   await Promise.all(counting);
   const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
   options.discovery?.remember(listings, listed!);
-  return { config: loaded, outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, { ...(config.preset ? PRESETS[config.preset] : {}), ...config.rules }), inputs, verified };
+  return { config: loaded, outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
 }
 
 /**
@@ -386,7 +386,12 @@ function emptyAgent(loaded: LoadedConfig, id: string, sources: readonly SourceVi
     code: "agent-empty",
     file,
     message: `${loaded.implicit ? "the paths hold" : `agent "${id}" has`} no skill: ${why}`,
-    hint: found > 0 ? "Check the `available`, `inline` and `allow` patterns against the skills' names." : unbuilt > 0 ? "Each warning names the setting that builds its skill." : "Check each `root`; a skill is a folder holding a file named SKILL.md.",
+    hint:
+      found > 0
+        ? "Check the `available`, `inline` and `allow` patterns against the skills' names."
+        : unbuilt > 0
+          ? "Each warning names the setting that builds its skill."
+          : `Check ${loaded.implicit ? "the paths" : "each `root`"}; a skill is a folder holding a file named SKILL.md.`,
   };
 }
 

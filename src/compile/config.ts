@@ -30,6 +30,9 @@ const sourceSchema = z.strictObject({
   optional: z.boolean().optional(),
 });
 
+/** Per-code severities: the top-level `rules`, and each entry of `overrides`. */
+const rulesSchema = z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"]));
+
 /** A function format exists only in TS/JS configs; JSON Schema cannot describe it, so `configJsonSchema` leaves it out. */
 const formatFunction = z.custom<FormatFunction>((value) => typeof value === "function", {
   message: 'expected "pi", "markdown" or a function (ctx) => string',
@@ -134,7 +137,9 @@ export const configSchema = z.strictObject({
   /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
   descriptionFallback: z.literal("first-paragraph").optional(),
   preset: z.enum(Object.keys(PRESETS) as [keyof typeof PRESETS]).optional(),
-  rules: z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"])).default({}),
+  rules: rulesSchema.default({}),
+  /** Severities per path, as ESLint's `overrides`: each entry whose `files` globs match a diagnostic's file applies its `rules`, later entries winning. */
+  overrides: z.array(z.strictObject({ files: patterns.min(1, "give at least one glob"), rules: rulesSchema })).optional(),
   agents: z
     .record(
       z
@@ -626,6 +631,19 @@ function formatPath(path: readonly PropertyKey[]): string {
     else text += text ? `.${String(segment)}` : String(segment);
   }
   return text;
+}
+
+/** The one agent of `skills check PATH…`. */
+export const IMPLICIT_AGENT = "paths";
+
+/**
+ * What `skills check PATH…` checks without a config: one agent over the paths (relative to `cwd`), every skill
+ * under them built (in dot folders and inside other skills' folders too), with the default rules.
+ */
+export function implicitConfig(paths: readonly string[], cwd: string): LoadedConfig {
+  const parsed = configSchema.safeParse({ agents: { [IMPLICIT_AGENT]: { skills: paths.map((root) => ({ root, nested: true })) } } });
+  if (!parsed.success) throw new ConfigError(cwd, formatIssues(parsed.error.issues).replaceAll(`agents.${IMPLICIT_AGENT}.skills`, "paths"));
+  return { file: join(cwd, "skills check"), dir: cwd, config: parsed.data, inputs: [], implicit: true };
 }
 
 /** `~` and `~/…` expand to the home folder; a relative root resolves against the config folder. */

@@ -21,15 +21,15 @@ export type Finding = Omit<Diagnostic, "severity">;
 export type RuleOverrides = Partial<Record<RuleCode, RuleSetting>>;
 
 /**
- * Applies severities (defaults, then `rules`), drops what is "off", removes exact repeats (a root
+ * Applies severities (`severityOf`: the defaults, or the config's `rules` and `overrides`), drops what is "off", removes exact repeats (a root
  * shared by two agents reports once) and orders by file, position and code so output never
  * depends on the order in which I/O finished.
  */
-export function resolveFindings(findings: readonly Finding[], overrides: RuleOverrides = {}): Diagnostic[] {
+export function resolveFindings(findings: readonly Finding[], severityOf: (finding: Finding) => RuleSetting = (finding) => RULES[finding.code].severity): Diagnostic[] {
   const seen = new Set<string>();
   const diagnostics: Diagnostic[] = [];
   for (const finding of findings) {
-    const setting: RuleSetting = overrides[finding.code] ?? RULES[finding.code].severity;
+    const setting = severityOf(finding);
     if (setting === "off") continue;
     const message = clipText(finding.message);
     const key = JSON.stringify([finding.code, finding.file, finding.line, finding.column, message]);
@@ -56,7 +56,8 @@ function clipText(text: string): string {
   return `${text.slice(0, head)}… (${tail - head} characters left out) …${text.slice(tail)}`;
 }
 
-function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
+/** The order diagnostics are reported in: by file, position, code and message. */
+export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
   return (
     compareStrings(a.file ?? "", b.file ?? "") ||
     (a.line ?? 0) - (b.line ?? 0) ||

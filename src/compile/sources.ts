@@ -17,7 +17,7 @@ export interface SourcePlan {
   skills: DiscoveredSkill[];
 }
 
-/** How `agents.<id>.skills[i]` reads in a message; `skills check PATH…` has no config to point at. */
+/** How `agents.<id>.skills[i]` reads in a message; `skills check PATH…` has no config to point at, but the path. */
 export function sourceName(loaded: LoadedConfig, agent: string, index: number): string {
   return loaded.implicit ? `the path ${JSON.stringify(loaded.config.agents[agent]!.skills[index]!.root)}` : `agents.${agent}.skills[${index}]`;
 }
@@ -99,7 +99,7 @@ function dotFolder(dir: string): string {
  * `optional`: naming the root as written (`~/skills`, not the path it resolves to), with the nearest folder's name
  * when the root looks mistyped.
  */
-export function rootFindings(plans: readonly SourcePlan[], configFile: string | undefined, name: (plan: SourcePlan) => string): Finding[] {
+export function rootFindings(plans: readonly SourcePlan[], loaded: LoadedConfig, configFile: string | undefined, name: (plan: SourcePlan) => string): Finding[] {
   const findings: Finding[] = [];
   const reported = new Set<string>();
   for (const plan of plans) {
@@ -107,11 +107,12 @@ export function rootFindings(plans: readonly SourcePlan[], configFile: string | 
     if (!unusable || plan.config.optional || reported.has(root)) continue;
     reported.add(root);
     const written = plan.config.root;
+    const subject = loaded.implicit ? name(plan) : `the root "${written}" of ${name(plan)}`;
     if (unusable.code === "root-not-folder") {
       findings.push({
         code: "root-not-folder",
         file: configFile,
-        message: `the root "${written}" of ${name(plan)} is a file, not a folder`,
+        message: `${subject} is a file, not a folder`,
         hint: "A root is a folder of skill folders (or one skill's folder); point `root` at the folder that holds SKILL.md, not at the file.",
       });
       continue;
@@ -120,8 +121,10 @@ export function rootFindings(plans: readonly SourcePlan[], configFile: string | 
     findings.push({
       code: "root-missing",
       file: configFile,
-      message: `the root "${written}" of ${name(plan)} ${unusable.reason}${suggestion ? `. Did you mean "${suggestion}"?` : ""}`,
-      hint: "Check `root` (a relative root resolves against the config file's folder). A root that exists on some machines only (`~/skills` on a laptop) can be marked `optional: true`.",
+      message: `${subject} ${unusable.reason}${suggestion ? `. Did you mean "${suggestion}"?` : ""}`,
+      hint: loaded.implicit
+        ? "Check the path: a relative one resolves against the current folder."
+        : "Check `root` (a relative root resolves against the config file's folder). A root that exists on some machines only (`~/skills` on a laptop) can be marked `optional: true`.",
     });
   }
   return findings;

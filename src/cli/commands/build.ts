@@ -8,6 +8,9 @@ import { watchBuild } from "../watch.js";
 import {
   ciPath,
   configErrorAnnotation,
+  countAnnotations,
+  COUNTS_PER_CODE_AFTER,
+  formatCodeCounts,
   diagnosticAnnotations,
   formatGithub,
   formatPretty,
@@ -70,18 +73,27 @@ Examples:
 export const checkCommand: Command = {
   name: "check",
   summary: "validate the skills and agents without writing (a CI gate)",
-  help: `Usage: skills check [--config FILE] [--strict] [--max-warnings N] [--fix | --fix-dry-run] [--format pretty|json|github|sarif]
+  help: `Usage: skills check [PATH…] [--config FILE] [--strict] [--max-warnings N] [--quiet] [--suppress] [--prune-suppressions] [--fix | --fix-dry-run] [--format pretty|json|github|sarif]
 
 Does everything \`skills build\` does except writing: exits 1 on any error (with --strict, on any
-warning), so it can fail a pull request on invalid frontmatter.
+warning), so it can fail a pull request on invalid frontmatter. Given PATHs, it checks the folders
+without a config: every SKILL.md under them (in dot folders and inside other skills' folders too),
+with the default rules.
 
 Options:
 ${COMMON_HELP}
+  --quiet            errors only: warnings are neither shown nor counted
+  --suppress         record today's findings (per file and code, with counts) in skills-suppressions.json
+                     beside the config; later runs report only findings beyond it, and name stale entries
+  --prune-suppressions
+                     lower each entry of skills-suppressions.json to what remains, removing stale ones
 
 Examples:
   skills check
   skills check --max-warnings 0 --format github   # in CI: annotate the pull request, fail on any warning
-  skills check --fix            # quote the YAML values and add the names that can be fixed, then check`,
+  skills check --fix                              # quote values YAML misreads, add missing names, then check
+  skills check --suppress                         # accept a vendored catalogue's findings as they are today
+  skills check vendor/skills                      # no config: every skill under the folder`,
   options: {
     config: { type: "string" },
     strict: { type: "boolean" },
@@ -89,15 +101,32 @@ Examples:
     format: { type: "string" },
     fix: { type: "boolean" },
     "fix-dry-run": { type: "boolean" },
+    quiet: { type: "boolean" },
+    suppress: { type: "boolean" },
+    "prune-suppressions": { type: "boolean" },
   },
-  maxPositionals: 0,
-  run: (values, _positionals, io) => compileAndReport("check", values, io),
+  maxPositionals: Infinity,
+  run: (values, positionals, io) => compileAndReport("check", values, io, positionals),
 };
 
-async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO): Promise<number> {
+async function compileAndReport(command: "build" | "check", values: FlagValues, io: CommandIO, paths: readonly string[] = []): Promise<number> {
   const { format, maxWarnings } = reportSettings(values, io);
   const progress = progressOnTty(io.stderr);
-  const options = { config: values.config as string | undefined, cwd: io.cwd, strict: values.strict === true, maxWarnings, onProgress: progress.update, fix: fixSetting(values) };
+  if (paths.length > 0 && values.config !== undefined) throw new UsageError("PATH arguments check folders without a config: give --config or paths, not both");
+  if (paths.some((path) => path === "")) throw new UsageError("a PATH argument cannot be empty");
+  if (values.suppress === true && values["prune-suppressions"] === true) throw new UsageError("--suppress and --prune-suppressions do not go together: --suppress records every finding, --prune-suppressions only lowers counts");
+  const options = {
+    config: values.config as string | undefined,
+    cwd: io.cwd,
+    strict: values.strict === true,
+    maxWarnings,
+    onProgress: progress.update,
+    fix: fixSetting(values),
+    quiet: values.quiet === true,
+    suppress: values.suppress === true,
+    pruneSuppressions: values["prune-suppressions"] === true,
+    paths,
+  };
   let result: CheckResult & Partial<BuildResult>;
   try {
     result = await (command === "build" ? build({ ...options, outDir: values.out as string | undefined, check: values.check === true }) : check(options)).finally(
@@ -163,14 +192,16 @@ async function report(
     // In watch mode, after its first build: what is new since the last build, and how much stays as it was.
     const { shown, unchanged, gone } = since ? changedDiagnostics(since, result.diagnostics) : { shown: result.diagnostics, unchanged: 0, gone: 0 };
     const report = formatPretty(shown, style, await readSourceLines(shown, result.config.dir, result.verified));
+    const perCode = shown.length > COUNTS_PER_CODE_AFTER ? `\n\n${formatCodeCounts(shown, style)}` : "";
     const asBefore = unchanged + gone === 0 ? "" : `${style.dim(`${unchanged} ${unchanged === 1 ? "diagnostic" : "diagnostics"} as before${gone === 0 ? "" : `, ${gone} gone`}.`)}\n`;
     const summary = `${asBefore}${summaryLine(command, result, limits, io.cwd, style)}`;
-    write(io.stderr, report ? `${report}\n\n${summary}` : summary);
+    write(io.stderr, report ? `${report}${perCode}\n\n${summary}` : summary);
   }
+  if (result.suppressionsWritten) write(io.stderr, suppressionsNote(result, io.cwd));
   if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
   const passed = result.ok && stale.length === 0;
   // A run with nothing to report adds nothing to the job's page (a workflow may run several).
-  if (annotations.length > 0) await appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result)}`, annotations));
+  if (annotations.length > 0) await appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result, annotations)}`, annotations));
   return passed ? 0 : 1;
 }
 
@@ -330,14 +361,23 @@ function progressOnTty(stream: CommandIO["stderr"]): { update?: (progress: { don
   };
 }
 
-/** "1 error, 0 warnings (1 agent, 2 skills)" without colour. */
-function summaryCounts(result: CheckResult): string {
-  return `${formatSummary(result.diagnostics, styleFor({ isTTY: false }, {}))} (${scopeOf(result)})`;
+/** "1 error, 0 warnings (1 agent, 2 skills)" without colour, counting the rows below it (stale bundle files too). */
+function summaryCounts(result: CheckResult, annotations: readonly Annotation[]): string {
+  return `${formatSummary({ ...countAnnotations(annotations), suppressed: result.suppressed.length }, styleFor({ isTTY: false }, {}))} (${scopeOf(result)})`;
+}
+
+/** What `--suppress` or `--prune-suppressions` wrote. */
+function suppressionsNote(result: CheckResult, cwd: string): string {
+  const files = new Set(result.suppressed.map((diagnostic) => diagnostic.file)).size;
+  const findings = result.suppressed.length;
+  return `Wrote ${shownPath(result.suppressionsWritten!, cwd)}: ${findings} ${findings === 1 ? "finding" : "findings"} in ${files} ${files === 1 ? "file" : "files"} suppressed.`;
 }
 
 function scopeOf(result: CheckResult): string {
-  const skills = result.skillsChecked;
-  return `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills} ${skills === 1 ? "skill" : "skills"}`;
+  const skills = `${result.skillsChecked} ${result.skillsChecked === 1 ? "skill" : "skills"}`;
+  // `skills check PATH…` has an agent of its own making: only the skills count.
+  if (result.config.implicit) return skills;
+  return `${result.agents.length} ${result.agents.length === 1 ? "agent" : "agents"}, ${skills}`;
 }
 
 function summaryLine(
@@ -347,7 +387,7 @@ function summaryLine(
   cwd: string,
   style: Style,
 ): string {
-  const counts = formatSummary(result.diagnostics, style);
+  const counts = formatSummary({ errors: result.errors, warnings: result.warnings, suppressed: result.suppressed.length }, style);
   const scope = scopeOf(result);
   if (!result.ok) {
     const limit = result.errors > 0 ? "" : limits.strict ? " (--strict allows none)" : ` (--max-warnings allows ${limits.maxWarnings})`;
@@ -364,6 +404,7 @@ function jsonReport(command: string, result: CheckResult & Partial<BuildResult>,
     ok: result.ok && (result.stale?.length ?? 0) === 0,
     errors: result.errors,
     warnings: result.warnings,
+    suppressed: result.suppressed.length,
     diagnostics: result.diagnostics,
     agents: result.agents.map((agent) => ({ id: agent.id, skills: agent.skills.length, promptCharacters: agent.prompt.length })),
     ...(result.outDir ? { outDir: relative(cwd, result.outDir) || ".", written: result.written, stale: result.stale, staleDiff: result.staleDiff } : {}),
