@@ -85,6 +85,18 @@ describe("a watching session's discovery", () => {
     expect((await rebuild([join(dir, "skills/.gitignore")])).agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta"]);
   });
 
+  it("a dot folder made, or a skill added in one: walked again, as discovery names what only they hold", async () => {
+    const { dir, rebuild } = await project();
+    await writeTree(dir, { "skills/.curated/gamma/SKILL.md": skillMd("gamma") });
+    const hidden = await rebuild([join(dir, "skills/.curated")]);
+    expect(hidden.diagnostics.map((diagnostic) => [diagnostic.code, diagnostic.file])).toEqual([["hidden-skill", "skills/.curated/gamma/SKILL.md"]]);
+    await writeTree(dir, { "skills/.experimental/delta/SKILL.md": skillMd("delta") });
+    expect((await rebuild([join(dir, "skills/.experimental")])).diagnostics).toHaveLength(2);
+    // A skill added inside a dot folder the last build listed.
+    await writeTree(dir, { "skills/.curated/epsilon/SKILL.md": skillMd("epsilon") });
+    expect((await rebuild([join(dir, "skills/.curated/epsilon")])).diagnostics).toHaveLength(3);
+  });
+
   it("what the watcher did not report, `missedChanges` finds: an edit, a new entry, a .gitignore edited in place", async () => {
     const { dir, session, rebuild } = await project();
     expect(session.missedChanges()).toEqual([]);

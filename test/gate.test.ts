@@ -92,6 +92,19 @@ describe("nothing under a root is skipped in silence", () => {
     expect(result.agents[0]!.skills.map((skill) => skill.name)).toEqual(["qdrant-monitoring", "qdrant-scaling"]);
   });
 
+  it("an agent with no skill says why: no SKILL.md under its root, or patterns that select none of those found", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+      "empty/README.md": "No skills yet.\n",
+      "skills.config.json": JSON.stringify({ agents: { bare: { skills: [{ root: "empty" }] }, picky: { skills: [{ root: "skills", available: ["beta"] }] } } }),
+    });
+    const run = await runCli(["check"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/warning +agent "bare" has no skill: no SKILL\.md was found +\[agent-empty\]/);
+    expect(run.stderr).toMatch(/warning +agent "picky" has no skill: the patterns select none of the 1 valid skill found +\[agent-empty\]/);
+  });
+
   it("an agent of context files alone (no sources) is not empty", async () => {
     const dir = await tempDir();
     await writeTree(dir, { "skills.config.json": JSON.stringify({ agents: { chat: { context: ["AGENTS.md"] } } }), "AGENTS.md": "# Be brief.\n" });

@@ -217,6 +217,22 @@ describe("skills build --watch", () => {
     expect(await watch.exited).toBe(0);
   }, 120_000);
 
+  it("a dot folder made in a root, and a skill in it that the source's include names: built", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills", include: ["**", ".curated/**"] }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Drafts alpha reports."),
+    });
+    const watch = startWatch(dir);
+    running.push(watch.child);
+    await waitFor(() => watch.output().includes("Watching"), "the first build", watch.output);
+    await writeTree(dir, { "skills/.curated/beta/SKILL.md": skillMd("beta", "Drafts beta reports.") });
+    const prompt = () => readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8").catch(() => "");
+    await waitFor(async () => (await prompt()).includes("Drafts beta reports."), "the skill in the dot folder in the bundle", watch.output);
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
   it("a rebuild refused by another build's lock is tried again", async () => {
     const { dir, watch, output, prompt } = await watchedProject();
 

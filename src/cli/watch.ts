@@ -5,6 +5,7 @@ import { runInNewContext } from "node:vm";
 import { buildInSession, BuildSession, type BuildOptions, type BuildResult } from "../api.js";
 import { OutDirLockedError } from "../bundle/emit.js";
 import { resolveRoot } from "../compile/config.js";
+import { NEVER_WALKED } from "../compile/discover.js";
 
 /** One build of a watch session. */
 export interface WatchBuild {
@@ -97,15 +98,18 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
 
   /**
    * Whether a change to `name` in a folder discovery lists can change the build: SKILL.md, .gitignore, a folder
-   * or link coming or going; any file of a bundled skill (the manifest lists and hashes them). Other files (a
-   * log beside the skills, say) and what discovery skips (dot entries, node_modules) cannot.
+   * or link coming or going (of dot entries, a folder: discovery looks in them for skills to name); any file of a
+   * bundled skill (the manifest lists and hashes them). Other files (a log beside the skills, say) and what
+   * discovery skips (.git, node_modules, dot files and links) cannot.
    */
   const mattersToDiscovery = (folder: string, name: string) => {
     if (name === "SKILL.md" || name === ".gitignore") return true;
-    if (name === "node_modules" || name.startsWith(".")) return false;
-    if (isInBundledSkill(folder)) return true;
+    if (NEVER_WALKED.has(name)) return false;
+    const dotEntry = name.startsWith(".");
+    if (!dotEntry && isInBundledSkill(folder)) return true;
     try {
-      return !lstatSync(join(folder, name)).isFile();
+      const stats = lstatSync(join(folder, name));
+      return dotEntry ? stats.isDirectory() : !stats.isFile();
     } catch {
       return true; // gone: it may have been a folder
     }
