@@ -179,6 +179,26 @@ describe("gating a vendored catalogue with skills-suppressions.json", () => {
   });
 });
 
+describe("--fix and suppressions", () => {
+  it("--fix leaves a finding the suppressions file accepts as it is, and fixes the others; --suppress then records what remains", async () => {
+    const broken = "---\nname: release-notes\ndescription: Draft release notes. Use when asked: what changed?\n---\nBody\n";
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "vendor/release-notes/SKILL.md": broken,
+      "skills/release-notes/SKILL.md": broken,
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "vendor" }] }, mine: { skills: [{ root: "skills" }] } } }),
+    });
+    expect((await check({ cwd: dir, suppress: true })).suppressed).toHaveLength(2);
+    await writeFile(join(dir, "skills-suppressions.json"), JSON.stringify({ "vendor/release-notes/SKILL.md": { "yaml-invalid": { count: 1 } } }));
+    const fixed = await check({ cwd: dir, fix: true, suppress: true });
+    expect(fixed.fixes!.map((file) => file.file)).toEqual(["skills/release-notes/SKILL.md"]);
+    expect(await readFile(join(dir, "vendor/release-notes/SKILL.md"), "utf8")).toBe(broken);
+    expect(await readFile(join(dir, "skills/release-notes/SKILL.md"), "utf8")).toContain('description: "Draft release notes. Use when asked: what changed?"');
+    expect(fixed.ok).toBe(true);
+    expect(JSON.parse(await readFile(join(dir, "skills-suppressions.json"), "utf8"))).toEqual({ "vendor/release-notes/SKILL.md": { "yaml-invalid": { count: 1 } } });
+  });
+});
+
 describe("--quiet and the count per code", () => {
   it("--quiet shows and counts errors only", async () => {
     const dir = await vendoredProject();
@@ -228,6 +248,18 @@ describe("overrides", () => {
     ]);
     // A skip rule lowered to a warning still leaves its skill out.
     expect(result.agents[0]!.skills.map((skill) => skill.name)).toEqual(["not-mine", "not-odd"]);
+  });
+
+  it("turn on a rule that is off by default for their paths only", async () => {
+    const dir = await tempDir();
+    const long = `---\nname: long\ndescription: A long body. Use when testing.\n---\n${"line\n".repeat(600)}`;
+    await writeTree(dir, {
+      "skills/long/SKILL.md": long,
+      "vendor/long/SKILL.md": long,
+      "skills.config.json": JSON.stringify({ overrides: [{ files: ["skills/**"], rules: { "body-too-long": "error" } }], agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "vendor" }] } } }),
+    });
+    const result = await check({ cwd: dir });
+    expect(result.diagnostics.map(({ file, code, severity }) => [file, code, severity])).toEqual([["skills/long/SKILL.md", "body-too-long", "error"]]);
   });
 
   it("a config error names an override without globs", async () => {
