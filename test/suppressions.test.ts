@@ -38,6 +38,21 @@ describe("suppressions, as ESLint's bulk suppressions", () => {
     ]);
   });
 
+  it("names the stale entries of a large file in linear time", async () => {
+    const suppressions: Suppressions = new Map();
+    for (let index = 0; index < 400; index++) suppressions.set(`skills/s${index}/SKILL.md`, new Map(Array.from({ length: 100 }, (_, code) => [`code-${code}`, 1])));
+    const text = writeSuppressions(join(await tempDir(), "skills-suppressions.json"), suppressions);
+    const started = performance.now();
+    const { stale } = applySuppressions([], suppressions, "skills-suppressions.json", text);
+    // Quadratic (each entry looked up by splitting and searching the 2.4 MB text) takes minutes here.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(stale).toHaveLength(40_000);
+    const last = stale[40_000 - 1]!;
+    expect(last).toMatchObject({ column: 5, message: expect.stringContaining("skills/s399/SKILL.md may have 1 `code-99` finding") });
+    const lines = text.split("\n").slice(0, last.line);
+    expect([lines.at(-1), [...lines].reverse().find((line) => line.startsWith('  "'))]).toEqual(['    "code-99": {', '  "skills/s399/SKILL.md": {']);
+  });
+
   it("--suppress sets today's counts over the file's, keeping other entries; --prune-suppressions lowers counts to what remains", () => {
     const before: Suppressions = new Map([["gone/SKILL.md", new Map([["yaml-invalid", 2]])], ["b/SKILL.md", new Map([["field-invalid", 5]])]]);
     expect(entries(suppressAll(before, today))).toEqual([

@@ -141,6 +141,7 @@ export function applySuppressions(diagnostics: readonly Diagnostic[], suppressio
   const suppressed: Diagnostic[] = [];
   for (const diagnostic of diagnostics) (allowed(diagnostic) ? suppressed : reported).push(diagnostic);
   const stale: Finding[] = [];
+  const positionOf = entryPositions(text);
   for (const [suppressedFile, codes] of suppressions) {
     for (const [code, count] of codes) {
       const now = counts.get(suppressedFile)?.get(code) ?? 0;
@@ -148,7 +149,7 @@ export function applySuppressions(diagnostics: readonly Diagnostic[], suppressio
       stale.push({
         code: "suppression-stale",
         file,
-        ...entryPosition(text, suppressedFile, code),
+        ...positionOf(suppressedFile, code),
         message: `${suppressedFile} may have ${count} \`${code}\` ${count === 1 ? "finding" : "findings"} and has ${now === 0 ? "none" : now} now: the suppression is stale`,
         hint: "Run `skills check --prune-suppressions` to lower it to what remains, so that a new finding there fails the run again.",
       });
@@ -157,13 +158,31 @@ export function applySuppressions(diagnostics: readonly Diagnostic[], suppressio
   return { reported, suppressed, stale };
 }
 
-/** The line and column of `"<code>":` inside `"<file>":`'s object, as `writeSuppressions` lays the file out; none for another layout. */
-function entryPosition(text: string, file: string, code: string): Pick<Finding, "line" | "column"> {
-  const lines = text.split("\n");
-  const fileLine = lines.indexOf(`  ${JSON.stringify(file)}: {`);
-  if (fileLine < 0) return {};
-  for (let index = fileLine + 1; index < lines.length && lines[index] !== "  }" && lines[index] !== "  },"; index++) {
-    if (lines[index]!.startsWith(`    ${JSON.stringify(code)}: `)) return { line: index + 1, column: 5 };
-  }
-  return { line: fileLine + 1, column: 3 };
+/**
+ * Where each entry of the suppressions file is, as `writeSuppressions` lays it out (`  "<file>": {`, then
+ * `    "<code>": {` lines): the file's lines are indexed once, so that naming every stale entry of a large file
+ * stays linear. An entry not found there (another layout) has no position; a code not found, its file's line.
+ */
+function entryPositions(text: string): (file: string, code: string) => Pick<Finding, "line" | "column"> {
+  const files = new Map<string, number>();
+  const codes = new Map<string, number>();
+  let current: string | undefined;
+  text.split("\n").forEach((line, index) => {
+    if (line.startsWith('  "') && line.endsWith(": {")) {
+      current = line.slice(2, -3);
+      if (!files.has(current)) files.set(current, index);
+    } else if (line === "  }" || line === "  },") {
+      current = undefined;
+    } else if (current !== undefined && line.startsWith('    "') && line.endsWith(": {")) {
+      const key = `${current}\n${line.slice(4, -3)}`;
+      if (!codes.has(key)) codes.set(key, index);
+    }
+  });
+  return (file, code) => {
+    const fileKey = JSON.stringify(file);
+    const fileLine = files.get(fileKey);
+    if (fileLine === undefined) return {};
+    const codeLine = codes.get(`${fileKey}\n${JSON.stringify(code)}`);
+    return codeLine === undefined ? { line: fileLine + 1, column: 3 } : { line: codeLine + 1, column: 5 };
+  };
 }
