@@ -56,10 +56,11 @@ export function unbuiltFindings(plans: readonly SourcePlan[], built: ReadonlySet
   const findings: Finding[] = [];
   const reported = new Set<string>();
   for (const plan of plans) {
+    const names = plan.config.include ? picomatch(plan.config.include, { dot: false }) : () => false;
     for (const { file, dir, hidden, within } of leftOut(plan)) {
       if (built.has(file) || reported.has(file)) continue;
       reported.add(file);
-      if (hidden && !(plan.config.include && picomatch(plan.config.include, { dot: false })(dir))) {
+      if (hidden && !names(dir)) {
         const folder = dotFolder(dir);
         findings.push({
           code: "hidden-skill",
@@ -83,7 +84,8 @@ export function unbuiltFindings(plans: readonly SourcePlan[], built: ReadonlySet
 /** The SKILL.md files under a source's root that it does not build though its `include` and `exclude` keep them: hidden or enclosed. */
 export function leftOut(plan: SourcePlan): { file: string; dir: string; hidden: boolean; within?: string }[] {
   const narrowed = narrowing(plan.config);
-  const hidden = plan.listing.skills.filter((skill) => skill.hidden && !plan.skills.includes(skill)).map((skill) => ({ file: skill.file, dir: skill.dir, hidden: true }));
+  const builds = new Set(plan.skills);
+  const hidden = plan.listing.skills.filter((skill) => skill.hidden && !builds.has(skill)).map((skill) => ({ file: skill.file, dir: skill.dir, hidden: true }));
   return [...hidden, ...plan.listing.enclosed].filter((entry) => narrowed(entry.dir));
 }
 
