@@ -1,5 +1,4 @@
 import { closeSync, lstatSync, readFileSync } from "node:fs";
-import { readdir } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
@@ -13,7 +12,7 @@ import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { LINE_MAX, unifiedDiff } from "./review/diff.js";
 import { fixFiles, fixTargets, type FileFixes } from "./lint/files.js";
 import { gate, type GateOptions } from "./lint/gate.js";
-import { compareBundle, hashBundleFile, linkBelow, openBundleFile, OutputError, writeBundle, writePublished } from "./bundle/emit.js";
+import { compareBundle, filesUnder, hashBundleFile, linkBelow, openBundleFile, OutputError, writeBundle, writePublished } from "./bundle/emit.js";
 import { publishedFolders, type PublishedFolder } from "./bundle/well-known.js";
 import { sha256Hex } from "./compile/resources.js";
 
@@ -339,16 +338,9 @@ async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle
 }
 
 /** Every file under `dir`, relative and `/`-separated; none when `dir` does not exist. */
-async function listFiles(dir: string, prefix = ""): Promise<string[]> {
-  const entries = await readdir(join(dir, prefix), { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+async function listFiles(dir: string): Promise<string[]> {
+  return filesUnder(dir).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT" || error.code === "ENOTDIR") return [];
     throw error;
   });
-  const files: string[] = [];
-  for (const entry of entries) {
-    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) files.push(...(await listFiles(dir, path)));
-    else files.push(path);
-  }
-  return files;
 }

@@ -58,6 +58,15 @@ describe("pretty diagnostics", () => {
     expect(frame[caret.indexOf("^")]).toBe("Y");
   });
 
+  it("print 200,000 findings of one file (a suppressions file a pull request filled) without exceeding the call stack", () => {
+    const count = 200_000;
+    const diagnostics: Diagnostic[] = Array.from({ length: count }, (_, index) => ({ code: "suppression-stale", severity: "warn", file: "skills-suppressions.json", line: 3 * index + 2, column: 5, message: `stale ${index}` }));
+    const lines = formatPretty(diagnostics, plain).split("\n");
+    expect(lines[0]).toBe("skills-suppressions.json");
+    expect(lines).toContain(`  ${String(3 * (count - 1) + 2)}:5  warning  stale ${count - 1}  [suppression-stale]`);
+    expect(lines).toContain(`  2:5       warning  stale 0  [suppression-stale]`);
+  });
+
   it("quote files as the parser read them: BOM removed, CR and CRLF as line breaks; nothing for unreadable or non-UTF-8 files", async () => {
     const dir = await tempDir();
     await writeTree(dir, {

@@ -607,14 +607,20 @@ async function assertOnlyListed(dir: string, listing: (files: readonly string[])
   throw new OutputError(messages.unlisted(shown));
 }
 
-/** Every entry under `dir` that is not a folder (files, links, special files), relative and `/`-separated. */
-async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
+/**
+ * Every entry under `dir` that is not a folder (files, links, special files), relative and `/`-separated, gathered
+ * in one array: a committed folder may hold more files than a spread takes arguments.
+ */
+export async function filesUnder(dir: string): Promise<string[]> {
   const files: string[] = [];
-  for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
-    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) files.push(...(await filesUnder(dir, path)));
-    else files.push(path);
-  }
+  const walk = async (prefix: string): Promise<void> => {
+    for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
+      const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(path);
+      else files.push(path);
+    }
+  };
+  await walk("");
   return files;
 }
 

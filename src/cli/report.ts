@@ -28,7 +28,8 @@ export function formatPretty(diagnostics: readonly Diagnostic[], style: Style, s
   const blocks: string[] = [];
   for (const [file, group] of groups) {
     const positions = group.map((diagnostic) => (diagnostic.line ? `${diagnostic.line}:${diagnostic.column ?? 1}` : ""));
-    const width = Math.max(...positions.map((position) => position.length));
+    // A reduce, not Math.max(...): a file may carry more findings than a call takes arguments.
+    const width = positions.reduce((widest, position) => Math.max(widest, position.length), 0);
     const lines = file ? [style.bold(escapeInvisible(file))] : [];
     group.forEach((diagnostic, index) => {
       const severity = diagnostic.severity === "error" ? style.red("error  ") : style.yellow("warning");

@@ -155,11 +155,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   /** What findings about the config name: nothing without one (`skills check PATH…`). */
   const configFinding = loaded.implicit ? undefined : configFile;
   const sourceLabel = (plan: SourcePlan) => sourceName(loaded, plan.agent, plan.index);
-  findings.push(...rootFindings(plans, loaded, configFinding, sourceLabel));
+  append(findings, rootFindings(plans, loaded, configFinding, sourceLabel));
   // A file reached through two roots (one nested in the other) is read and checked once.
   const byFile = new Map<string, { folder: string; dir: string; file: string; stats: FileStats }>();
   const verified = new Map<string, FileStats>();
-  for (const listing of listings.values()) findings.push(...listing.findings);
+  for (const listing of listings.values()) append(findings, listing.findings);
   for (const plan of plans) {
     // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
     plan.skills = plan.skills.filter((skill) => !skill.file.startsWith(outDir + sep));
@@ -171,7 +171,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       }
     }
   }
-  findings.push(...unbuiltFindings(plans, new Set(byFile.keys()), display, sourceLabel));
+  append(findings, unbuiltFindings(plans, new Set(byFile.keys()), display, sourceLabel));
   options.afterDiscovery?.();
   // A cold build hashes the skills' other files in a worker thread while this one reads and parses the SKILL.md
   // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
@@ -253,7 +253,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
       return { config: plan.config, skills, failed };
     });
     const selection = selectAgent(id, sources, configFinding, agent);
-    findings.push(...selection.findings);
+    append(findings, selection.findings);
     // A root that is missing says so already (or may be absent, `optional`).
     const rooted = plans.some((plan) => plan.agent === id && !plan.listing.unusable);
     const empty = selection.selected.length === 0 && rooted ? emptyAgent(loaded, id, sources, plans.filter((plan) => plan.agent === id), configFinding) : undefined;
@@ -354,13 +354,13 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     return compiled;
   }));
 
-  for (const agent of agents) findings.push(...agentContentFindings(agent, configFile));
-  if (ruleOnAnywhere(config, "body-too-long")) findings.push(...(await bodyLengthFindings([...validByFile.values()], encoding)));
+  for (const agent of agents) append(findings, agentContentFindings(agent, configFile));
+  if (ruleOnAnywhere(config, "body-too-long")) append(findings, await bodyLengthFindings([...validByFile.values()], encoding));
   const hashed = new Map<string, HashOutcome>();
   for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
   hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
   selections.forEach(({ id, agent, selected }, index) => {
-    if (agent.files === "embed" || agent.publish) findings.push(...serveSkills(id, agents[index]!, selected));
+    if (agent.files === "embed" || agent.publish) append(findings, serveSkills(id, agents[index]!, selected));
   });
   await Promise.all(counting);
   const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
@@ -709,4 +709,9 @@ function hashSkillFiles(
     const files = copies[0]!.files.filter((file) => !unreadable.has(pathIn(copies[0]!.sourceDir, file.path)));
     for (const skill of copies) skill.files = files;
   }
+}
+
+/** `target.push(...items)` without the spread: past ~150,000 items (a finding per skill of a huge catalogue) a spread exceeds the call stack. */
+function append<T>(target: T[], items: readonly T[]): void {
+  for (const item of items) target.push(item);
 }

@@ -310,7 +310,7 @@ function describeChanges(paths: readonly string[], cwd: string): string {
 
 /** `build --check` found the bundle out of date: which files, how the first prompt differs, and the fix. */
 function staleReport(result: BuildResult, values: FlagValues, cwd: string): string {
-  const width = Math.max(...result.stale.map(({ state }) => state.length));
+  const width = result.stale.reduce((widest, { state }) => Math.max(widest, state.length), 0);
   const lines = [`${shownPath(result.outDir, cwd)} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
   for (const { path, state, notFollowed } of result.stale) {
     const note = state === "extra" ? " (not written by skillbake; a build will not delete it)" : notFollowed ? ` (${escapeInvisible(notFollowed)})` : "";
