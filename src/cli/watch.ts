@@ -1,7 +1,5 @@
 import { lstatSync, statSync, watch, type FSWatcher } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { buildInSession, BuildSession, type BuildOptions, type BuildResult } from "../api.js";
 import { OutDirLockedError } from "../bundle/emit.js";
 import { resolveRoot } from "../compile/config.js";
@@ -35,18 +33,6 @@ interface Interest {
   /** Files read from the folder by name: the config and what it imports, context files. */
   names: Set<string>;
 }
-
-/**
- * A full garbage collection, made while the watcher waits for the next change. Rebuilds seconds apart let V8 grow
- * its heap to several times what stays live between them (the build cache, the config, the last discovery) before
- * it collects on its own; collected after each build, the watcher's memory stays near what one rebuild needs, and
- * the next rebuild does not wait for it. (Jest's --logHeapUsage reaches the collector the same way.)
- */
-function collectGarbage(): void {
-  exposedGc ??= (setFlagsFromString("--expose-gc"), runInNewContext("gc") as () => void);
-  exposedGc();
-}
-let exposedGc: (() => void) | undefined;
 
 /** Changes closer together than this are one change: an editor's save, a `git checkout`, a copied folder. */
 const QUIET_MS = 100;
@@ -163,7 +149,6 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     await onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
     // A change no event told of (made before its folder was watched, or dropped by an overflowing queue) is built next.
     if (result && !signal.aborted) for (const path of session.missedChanges()) pending.add(path);
-    if (pending.size === 0 && retryInMs === undefined) collectGarbage();
     return retryInMs;
   };
 
