@@ -1,7 +1,7 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { renderInline, renderPrompt, type PromptSkill } from "../src/compile/render.js";
-import { applyArguments, createRuntime, deepFreeze, MAX_EXPANDED_LENGTH, SkillError, splitShellWords, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
+import { applyArguments, createRuntime, deepFreeze, MAX_EXPANDED_LENGTH, SkillError, splitShellWords, type Runtime, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
 
 describe("splitShellWords", () => {
   it.each([
@@ -227,6 +227,7 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
     { path: "references/api.md", size: 1000 },
     { path: "references/errors.md", size: 80 },
     { path: "scripts/a\nb.sh", size: 7 },
+    { path: "zz.md", size: 1 },
   ];
   const served = { frontmatter: { name: "a" }, files: [{ path: "SKILL.md", size: 40, sha256: "0".repeat(64), text: "---" }] };
   const table = () =>
@@ -239,16 +240,24 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
       read: [{ file: 0, listed: true, mode: "available", source: 0 }],
       claude: [{ file: 0, listed: true, mode: "available", source: 0 }],
       md: [{ file: 2, listed: true, mode: "inline", source: 0 }],
+      plain: [{ file: 0, listed: true, mode: "available", source: 0 }],
+      none: [],
     });
-  const runtime = createRuntime(
+  // Made in each test, not when the file loads: mutation testing switches its mutant on for the tests alone.
+  let runtime: Runtime;
+  beforeEach(() => {
+    runtime = createRuntime(
     {
       main: { format: "pi", description: "The main agent.", prompt: "P", modelInvocable: ["a", "c"], files: "embed" },
       read: { format: "pi", prompt: "P", modelInvocable: ["a"], tool: { style: "read_skill", name: "read_skill" }, toolDescription: "Read one: a." },
       claude: { format: "markdown", prompt: "P", modelInvocable: ["a"], tool: { style: "Skill", name: "Skill" } },
       md: { format: "markdown", prompt: "P", modelInvocable: [] },
+      plain: { format: "pi", prompt: "P", modelInvocable: ["a"], tool: { style: "read_skill", name: "read_skill" } },
+      none: { format: "pi", prompt: "P", modelInvocable: [] },
     },
     table,
   );
+  });
 
   it("the tool in each dialect's shape, the neutral one without; use_skill takes args, read_skill only a name", () => {
     const neutral = runtime.skillTool("main")!;
@@ -267,6 +276,7 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
       parameters: { type: "object", properties: { name: { ...skill, enum: ["a"] } }, required: ["name"], additionalProperties: false },
     });
     expect((runtime.skillTool("claude") as { description: string }).description).toBe(description);
+    expect((runtime.skillTool("plain") as { description: string }).description).toBe(description.replace(/^Load/, "Read"));
     expect(runtime.skillTool("md")).toBeNull();
     expect(runtime.skillTool("main")).not.toBe(runtime.skillTool("main")); // a new object each call, the caller's to extend
     expect(thrown(() => runtime.skillTool("main", "gemini" as "mcp"))).toMatchObject({ code: "INVALID_PARAM", message: expect.stringContaining('Unknown tool dialect "gemini". Use one of: anthropic, openai, openai-responses, mcp') });
@@ -292,13 +302,16 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
     expect(runtime.expandCommand("main", "/skill:a  one\ntwo")).toBe("[Skill: a]\n\nRun one then one\ntwo.");
     expect(runtime.expandCommand("main", "/a")).toBe("[Skill: a]\n\nRun  then .");
     expect(runtime.expandCommand("main", "/b")).toBeUndefined(); // user-invocable: false
+    expect(runtime.expandCommand("main", "/ab")).toBeUndefined();
+    expect(runtime.listUserInvocable("main").map((entry) => entry.name)).toEqual(["a", "c"]);
+    expect(runtime.listUserInvocable("main")).toBe(runtime.listUserInvocable("main")); // made once
     for (const text of ["/zz", "a", " /a", "/", "/skill:"]) expect(runtime.expandCommand("main", text), text).toBeUndefined();
     expect(thrown(() => runtime.expandCommand("main", 1 as unknown as string))).toMatchObject({ code: "INVALID_PARAM", message: "A command is a string, not a number." });
   });
 
   it("renderSkill with files: the folder's totals, then each file and top-level folder in path order, names on one line and escaped in a pi block", () => {
     const summary = [
-      "Skill folder: 5 files, 1129 bytes",
+      "Skill folder: 6 files, 1130 bytes",
       "- SKILL.md (40 bytes)",
       "- notes.md (2 bytes)",
       "- references/: 2 files, 1080 bytes",
@@ -306,10 +319,11 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
       "  - references/errors.md (80 bytes)",
       "- scripts/: 1 file, 7 bytes",
       "  - scripts/a b.sh (7 bytes)",
+      "- zz.md (1 bytes)",
     ].join("\n");
     expect(runtime.renderSkill("main", "a", "", { files: true })).toContain(`Run  then .\n\n${summary}\n</skill>`);
     expect(runtime.renderSkill("main", "a", "", { files: false })).not.toContain("Skill folder");
-    expect(runtime.getSkill("main", "a").structure).toEqual({ bytes: 1129, files: 5, folders: { references: { bytes: 1080, files: 2 }, scripts: { bytes: 7, files: 1 } } });
+    expect(runtime.getSkill("main", "a").structure).toEqual({ bytes: 1130, files: 6, folders: { references: { bytes: 1080, files: 2 }, scripts: { bytes: 7, files: 1 } } });
     const xml = createRuntime({ main: { format: "pi", prompt: "", modelInvocable: [] } }, () => tableOf([file("x", { files: [{ path: "<a&b>'\"/c.md", size: 1 }] })], { main: [{ file: 0, listed: true, mode: "available", source: 0 }] }));
     expect(xml.renderSkill("main", "x", "", { files: true })).toContain("- &lt;a&amp;b&gt;&apos;&quot;/: 1 file, 1 bytes\n  - &lt;a&amp;b&gt;&apos;&quot;/c.md (1 bytes)");
     const md = createRuntime({ main: { format: "markdown", prompt: "", modelInvocable: [] } }, () => tableOf([file("x", { files: [{ path: "<a>\u2028b.md", size: 1 }] })], { main: [{ file: 0, listed: true, mode: "available", source: 0 }] }));
@@ -342,10 +356,49 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
     expect(Object.isFrozen(entry) && Object.isFrozen(entry.files) && Object.isFrozen(entry.files[0]) && Object.isFrozen(entry.structure.folders)).toBe(true);
     expect(Object.isFrozen(runtime) && Object.isFrozen(runtime.agents) && Object.isFrozen(runtime.agents.main)).toBe(true);
     let called = false;
-    const value = deepFreeze({ nested: { list: [{}] }, get lazy() {
+    expect(Object.isFrozen(runtime.getPrompt)).toBe(true);
+    const value = deepFreeze({ text: "t", none: null, nested: { list: [{}] }, get lazy() {
       called = true;
       return {};
     } });
     expect([Object.isFrozen(value.nested.list[0]), called]).toEqual([true, false]);
+  });
+});
+
+describe("createRuntime: what its errors say", () => {
+  it("names the argument that is wrong and what it was; a SkillError by name", () => {
+    const runtime = createRuntime({ main: { format: "pi", prompt: "", modelInvocable: [] }, empty: { format: "pi", prompt: "", modelInvocable: [] } }, () =>
+      tableOf([file("a")], { main: [{ file: 0, listed: true, mode: "available", source: 0 }], empty: [] }),
+    );
+    const message = (call: () => unknown) => thrown(call).message;
+    expect(thrown(() => runtime.getPrompt("")).name).toBe("SkillError");
+    expect(message(() => runtime.getPrompt(5 as never))).toBe("The agent must be a non-empty string, not a number.");
+    expect(message(() => runtime.getPrompt(""))).toBe("The agent must be a non-empty string, not an empty string.");
+    expect(message(() => runtime.getPrompt(null as never))).toBe("The agent must be a non-empty string, not null.");
+    expect(message(() => runtime.getSkill("main", undefined as never))).toBe("The skill name must be a non-empty string, not undefined.");
+    expect(message(() => runtime.getSkill("main", {} as never))).toBe("The skill name must be a non-empty string, not an object.");
+    expect(message(() => runtime.getSkill("main", [] as never))).toBe("The skill name must be a non-empty string, not a list.");
+    expect(message(() => runtime.getPrompt("zz"))).toBe('Unknown agent "zz". This bundle has: main, empty.');
+    expect(message(() => runtime.getSkill("empty", "a"))).toBe('Unknown skill "a": agent "empty" has no skills.');
+    expect(message(() => runtime.renderSkill("main", "a", 5 as never))).toBe("The arguments are a string, not a number.");
+  });
+
+  it("a list of exactly 50 names is shown whole", () => {
+    const names = Array.from({ length: 50 }, (_, index) => `s${index}`);
+    const big = createRuntime({ big: { format: "pi", prompt: "", modelInvocable: names } }, () =>
+      tableOf(
+        names.map((name) => file(name)),
+        { big: names.map((_, index) => ({ file: index, listed: true, mode: "available" as const, source: 0 })) },
+      ),
+    );
+    expect(thrown(() => big.getSkill("big", "x")).message).toMatch(/s48, s49\.$/);
+    expect(big.expandCommand("big", "/s10 x")).toBe("[Skill: s10]\n\n# s10\n\nARGUMENTS: x"); // a name of more than one character
+  });
+});
+
+describe("splitShellWords: a backslash at the very end", () => {
+  it("is kept, in double quotes and out of them", () => {
+    expect(splitShellWords("a\\")).toEqual(["a\\"]);
+    expect(splitShellWords('"a\\')).toEqual(["a\\"]);
   });
 });
