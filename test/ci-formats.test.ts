@@ -227,7 +227,8 @@ describe("the CI formats' text, in process", () => {
     expect(formatStepSummary("h", [])).toBe("### h");
     const many = formatStepSummary("h", Array.from({ length: 52 }, (_, i) => ({ severity: "warning" as const, rule: "r", message: `m${i}` }))).split("\n");
     expect(many.filter((line) => line.startsWith("| warning"))).toHaveLength(50);
-    expect(many.at(-1)).toBe("… and 2 more in the job log.");
+    expect(many.slice(-2)).toEqual(["", "… and 2 more in the job log."]);
+    expect(formatStepSummary("h", [{ severity: "error", rule: "r", message: "m", file: "", line: 3, column: 1 }]).split("\n").at(-1)).toBe(`| error | ${escapeMarkdown("3:1")} | r | m |`);
     expect(formatStepSummary("h", Array.from({ length: 50 }, () => named))).not.toContain("more in the job log");
   });
 

@@ -212,3 +212,52 @@ describe("progress", () => {
     expect(quiet.text()).toBe("Checked 1 agent, 1 skill; 0 errors, 0 warnings\n");
   });
 });
+
+describe("pretty diagnostics, in process", () => {
+  const diagnostics: Diagnostic[] = [
+    { code: "name-invalid", severity: "error", message: "bad\nname", file: "a/SKILL.md", line: 2, column: 7, hint: "use\u001b lower" },
+    { code: "name-mismatch", severity: "warn", message: "mismatch", file: "a/SKILL.md", line: 2, column: 7 },
+    { code: "name-too-long", severity: "warn", message: "long", file: "a/SKILL.md", line: 2, column: 1 },
+    { code: "field-unknown", severity: "warn", message: "x", file: "a/SKILL.md", line: 10 },
+    { code: "root-missing", severity: "warn", message: "no root", file: "b\u202e/x" },
+    { code: "pattern-unmatched", severity: "warn", message: "nothing" },
+  ];
+  const sources = new Map([["a/SKILL.md", ["---", "name: Bad_Name", "---"]]]);
+
+  it("groups per file with aligned positions, one frame per spot, hints, and names, messages and hints escaped", () => {
+    expect(formatPretty(diagnostics, plain, sources)).toBe(
+      [
+        "a/SKILL.md",
+        "  2:7   error    bad\\nname  [name-invalid]",
+        "    2 | name: Bad_Name",
+        "      |       ^",
+        "    hint: use\\x1b lower",
+        "  2:7   warning  mismatch  [name-mismatch]",
+        "  2:1   warning  long  [name-too-long]",
+        "    2 | name: Bad_Name",
+        "      | ^",
+        "  10:1  warning  x  [field-unknown]",
+        "",
+        "b\\u202e/x",
+        "  warning  no root  [root-missing]",
+        "",
+        "  warning  nothing  [pattern-unmatched]",
+      ].join("\n"),
+    );
+  });
+
+  it("colours severities, positions, codes and the file on a terminal", () => {
+    const text = formatPretty(diagnostics.slice(0, 2), styleFor({ isTTY: true }, {}), sources).split("\n");
+    expect(text[0]).toBe("\u001b[1ma/SKILL.md\u001b[22m");
+    expect(text[1]).toBe("  \u001b[2m2:7\u001b[22m  \u001b[31merror  \u001b[39m  bad\\nname  \u001b[2m[name-invalid]\u001b[22m");
+    expect(text.at(-1)).toContain("\u001b[33mwarning\u001b[39m");
+  });
+
+  it("cuts a frame only past 120 characters, keeping the line's start unless the column is past the 100th", () => {
+    const line = Array.from({ length: 121 }, (_, i) => String.fromCharCode(48 + (i % 43))).join("");
+    const frame = (source: string, column: number) => formatPretty([{ code: "yaml-invalid", severity: "error", message: "m", file: "f", line: 1, column }], plain, new Map([["f", [source]]])).split("\n").slice(2);
+    expect(frame(line.slice(0, 120), 120)).toEqual([`    1 | ${line.slice(0, 120)}`, `      | ${" ".repeat(119)}^`]);
+    expect(frame(line, 101)).toEqual([`    1 | ${line.slice(0, 120)}…`, `      | ${" ".repeat(100)}^`]);
+    expect(frame(line, 102)).toEqual([`    1 | …${line.slice(1)}`, `      | ${" ".repeat(101)}^`]);
+  });
+});
