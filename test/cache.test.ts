@@ -7,6 +7,7 @@ import { build, type BuildResult } from "../src/api.js";
 import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, settledSignatures, signatureOf } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
+import type { FolderEntry } from "../src/compile/discover.js";
 import { loadConfig } from "../src/compile/config.js";
 import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -434,5 +435,34 @@ describe("build cache: written only when a record changes", () => {
     fewer.save();
     expect(await inode()).not.toBe(written);
     expect(Object.keys(JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[1]!).files)).toEqual([files[0]]);
+  });
+});
+
+describe("build cache: a folder's listing, recorded and read back", () => {
+  it("gives back each entry's name and kind, names starting with f, d or l included; a folder holding a FIFO is not recorded", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": config(), "skills/docs.md": "", "skills/files/SKILL.md": skillMd("files"), "skills/link": { link: "files" } });
+    const loaded = await loadConfig(undefined, dir);
+    const skills = join(dir, "skills");
+    // Stats as a folder changed long ago has them: the racy rule lets the listing be recorded.
+    const settled = () => Object.assign(Object.create(Object.getPrototypeOf(statSync(skills, { bigint: true }))), statSync(skills, { bigint: true }), { mtimeNs: 1n, ctimeNs: 1n });
+    const shown = (entries: FolderEntry[]) => entries.map((entry) => [entry.name, entry.isFile(), entry.isDirectory(), entry.isSymbolicLink()]).sort();
+    const first = BuildCache.open(loaded);
+    const listed = shown(first.listFolder(skills, "skills", settled()));
+    expect(listed).toEqual([["docs.md", true, false, false], ["files", false, true, false], ["link", false, false, true]]);
+    first.save();
+    const second = BuildCache.open(loaded);
+    expect(shown(second.listFolder(skills, "skills", settled()))).toEqual(listed);
+    expect(second.folderStats).toEqual({ listed: 0, unlisted: 1 });
+
+    execFileSync("mkfifo", [join(skills, "files/pipe")]);
+    const files = join(skills, "files");
+    const settledFiles = () => Object.assign(Object.create(Object.getPrototypeOf(statSync(files, { bigint: true }))), statSync(files, { bigint: true }), { mtimeNs: 1n, ctimeNs: 1n });
+    const third = BuildCache.open(loaded);
+    third.listFolder(files, "skills/files", settledFiles());
+    third.save();
+    const fourth = BuildCache.open(loaded);
+    fourth.listFolder(files, "skills/files", settledFiles());
+    expect(fourth.folderStats).toEqual({ listed: 1, unlisted: 0 });
   });
 });
