@@ -246,6 +246,31 @@ describe("pretty diagnostics, in process", () => {
     );
   });
 
+  it("a frame for each line, though the column is the same; none for a file not read; every finding without a file kept", () => {
+    const more: Diagnostic[] = [
+      { code: "name-invalid", severity: "error", message: "one", file: "a/SKILL.md", line: 1, column: 2 },
+      { code: "name-invalid", severity: "error", message: "two", file: "a/SKILL.md", line: 2, column: 2 },
+      { code: "name-invalid", severity: "error", message: "unread", file: "c/SKILL.md", line: 1, column: 1 },
+      { code: "pattern-unmatched", severity: "warn", message: "first" },
+      { code: "pattern-unmatched", severity: "warn", message: "second" },
+    ];
+    expect(formatPretty(more, plain, sources).split("\n")).toEqual([
+      "a/SKILL.md",
+      "  1:2  error    one  [name-invalid]",
+      "    1 | ---",
+      "      |  ^",
+      "  2:2  error    two  [name-invalid]",
+      "    2 | name: Bad_Name",
+      "      |  ^",
+      "",
+      "c/SKILL.md",
+      "  1:1  error    unread  [name-invalid]",
+      "",
+      "  warning  first  [pattern-unmatched]",
+      "  warning  second  [pattern-unmatched]",
+    ]);
+  });
+
   it("colours severities, positions, codes and the file on a terminal", () => {
     const text = formatPretty(diagnostics.slice(0, 2), styleFor({ isTTY: true }, {}), sources).split("\n");
     expect(text[0]).toBe("\u001b[1ma/SKILL.md\u001b[22m");
@@ -259,5 +284,6 @@ describe("pretty diagnostics, in process", () => {
     expect(frame(line.slice(0, 120), 120)).toEqual([`    1 | ${line.slice(0, 120)}`, `      | ${" ".repeat(119)}^`]);
     expect(frame(line, 101)).toEqual([`    1 | ${line.slice(0, 120)}…`, `      | ${" ".repeat(100)}^`]);
     expect(frame(line, 102)).toEqual([`    1 | …${line.slice(1)}`, `      | ${" ".repeat(101)}^`]);
+    expect(frame(line.slice(0, 110), 105)).toEqual([`    1 | ${line.slice(0, 110)}`, `      | ${" ".repeat(104)}^`]);
   });
 });
