@@ -38,7 +38,7 @@ const TARGETS = [
     only: ["formatPretty", "codeFrame", "formatGithub", "shownMessage", "escapeData", "escapeProperty", "formatStepSummary", "sarifLocations"],
     tests: ["test/report.test.ts", "test/ci-formats.test.ts"],
   },
-  { file: "src/review/diff-format.ts", only: ["prefixLines", "formatDiffMarkdown", "markdownItem", "codeSpan", "longestBacktickRun"], tests: ["test/diff.test.ts"] },
+  { file: "src/review/diff-format.ts", only: ["blockLines", "fit", "formatDiffMarkdown", "codeSpan", "longestBacktickRun"], tests: ["test/diff.test.ts"] },
   { file: "src/review/diff.ts", tests: ["test/diff.test.ts", "test/diff-oracle.test.ts"] },
   { file: "src/runtime/helpers.ts", tests: ["test/runtime.test.ts", "test/prompt-integrity.test.ts"] },
 ];

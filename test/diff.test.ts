@@ -5,7 +5,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { BODY_DIFF_LINES, countLineChanges, cutLine, diffBundles, diffLines, estimateTokens, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
+import { BODY_DIFF_LINES, countLineChanges, cutLine, diffBundles, diffLines, estimateTokens, LINE_MAX, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
 import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
 import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -142,6 +142,19 @@ describe("diffBundles", () => {
     expect(markdown).toContain("- Changed the description of `a`\n- Changed the description of `b`\n\n#### Details\n");
     expect(markdown).toContain("`coding`: description of `a`\n\n<details><summary>old → new</summary>\n\n`````diff\n- Uses ``` fences.\n+ Uses ```` fences.\n`````\n\n</details>");
     expect(markdown).toContain(`\`coding\`: description of \`b\`\n\n<details><summary>old → new</summary>\n\n\`\`\`diff\n- short\n+ ${long}\n\`\`\`\n\n</details>`);
+  });
+
+  it("cuts a long line before escaping it: no escape cut in two, no half of a surrogate pair, and how much was left out", () => {
+    const added = (description: string) => {
+      const before = manifest({ coding: { skills: [["a", "available", "short"]] } });
+      const markdown = formatDiffMarkdown(diffBundles(before, manifest({ coding: { skills: [["a", "available", description]] } })), { limit: COMMENT_LIMIT });
+      return markdown.split("\n").find((line) => line.startsWith("+ "));
+    };
+    // Each BEL shows as four characters: 250 of them would overflow the line, 248 fit beside "ab".
+    expect(added(`ab${"\u0007".repeat(2000)}`)).toBe(`+ ab${"\\x07".repeat(248)}… (1,752 more characters)`);
+    // The 1,000th code unit is the first half of a pair: the cut goes before the whole pair.
+    expect(added(`a${"\u{1F600}".repeat(1000)}`)).toBe(`+ a${"\u{1F600}".repeat(499)}… (1,002 more characters)`);
+    expect(added("x".repeat(LINE_MAX))).toBe(`+ ${"x".repeat(LINE_MAX)}`);
   });
 
   it("cuts a long body's diff after BODY_DIFF_LINES lines, saying how many more there were", () => {

@@ -40,12 +40,12 @@ const PLACEMENT_WORDS: Record<Placement, string> = {
 function removalWords(reason: RemovalReason | undefined, code: (text: string) => string): string {
   if (!reason) return "no longer selected";
   if (reason.by === "allow") return "left out by the agent's `allow`";
-  return `it failed ${code(reason.code)}: ${code(cut(reason.message, VALUE_MAX))}`;
+  return `it failed ${code(reason.code)}: ${code(cutLine(reason.message, VALUE_MAX))}`;
 }
 
 function items(agent: AgentDiff, code: (text: string) => string): Item[] {
   const list: Item[] = [];
-  const name = (text: string) => code(cut(text, VALUE_MAX));
+  const name = (text: string) => code(cutLine(text, VALUE_MAX));
   for (const skill of agent.added) list.push({ sign: "+", text: `Added ${name(skill.name)} (${PLACEMENT_WORDS[skill.placement]})` });
   for (const skill of agent.removed) list.push({ sign: "-", text: `Removed ${name(skill.name)} (was ${PLACEMENT_WORDS[skill.placement]}): ${removalWords(skill.reason, code)}` });
   for (const { name: skill, from, to } of agent.moved) list.push({ sign: "~", text: movedText(name(skill), from, to) });
@@ -83,7 +83,7 @@ function movedText(name: string, from: Placement, to: Placement): string {
 }
 
 function fieldValue(change: FieldChange, side: "before" | "after", code: (text: string) => string): string {
-  return side in change ? code(cut(JSON.stringify(change[side]) ?? String(change[side]), VALUE_MAX)) : "(not set)";
+  return side in change ? code(cutLine(JSON.stringify(change[side]) ?? String(change[side]), VALUE_MAX)) : "(not set)";
 }
 
 function changeParts(changes: { added: string[]; removed: string[]; changed: string[] }, name: (text: string) => string): string {
@@ -104,8 +104,6 @@ function blockLines(prefix: string, text: string): string[] {
   for (const line of text.split("\n")) lines.push(`${prefix}${fit(line, (part) => escapeInvisible(part, { keepTabs: true }), LINE_MAX)}`);
   return lines;
 }
-
-const cut = cutLine;
 
 /** `escape(text)` kept to about `max` characters: the text is cut before it is escaped, so no escape is cut in two. */
 function fit(text: string, escape: (text: string) => string, max: number): string {
@@ -241,7 +239,7 @@ export function formatDiffJson(diff: BundleDiff): string {
 
 /** Real counts name their encoding; estimates say how they were made. */
 function tokensLabel(diff: BundleDiff, escape: (text: string) => string): string {
-  return diff.tokenEncoding ? `tokens (${escape(cut(diff.tokenEncoding, VALUE_MAX))})` : TOKEN_ESTIMATE_LABEL;
+  return diff.tokenEncoding ? `tokens (${escape(cutLine(diff.tokenEncoding, VALUE_MAX))})` : TOKEN_ESTIMATE_LABEL;
 }
 
 /** Budgets in characters alone keep the unit in the label; with any in tokens, each value names its unit. */
@@ -302,7 +300,7 @@ function budgetChange(agent: AgentDiff, units: BudgetUnits, name: (text: string)
   const [was, now] = [budgetText(before, units), budgetText(after, units)];
   const state = was === now ? now : `${was} → ${now}`;
   const dropped = after?.dropped ?? [];
-  return dropped.length === 0 ? state : `${state}; drops ${listed(dropped, (text) => name(cut(text, VALUE_MAX)))}`;
+  return dropped.length === 0 ? state : `${state}; drops ${listed(dropped, (text) => name(cutLine(text, VALUE_MAX)))}`;
 }
 
 function budgetText(state: BudgetState | undefined, units: BudgetUnits): string {
