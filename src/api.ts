@@ -145,8 +145,9 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
-    // The bundle is the compilation's: suppressions and --quiet change what a run reports, not what it builds.
-    const fingerprint = options.check ? "" : bundleFingerprint(compilation);
+    // The bundle is the compilation's: suppressions and --quiet change what a run reports, not what it builds. Its
+    // fingerprint only tells the next build whether to write it again.
+    const fingerprint = options.check || !cache.saves ? "" : bundleFingerprint(compilation);
     if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) {
       if (!session) saveSnapshot(compilation, cache);
       return { ...result, outDir, written: false, stale: [] };
@@ -210,7 +211,16 @@ function withOutcome(compilation: Compilation, options: CheckOptions, cache: Che
 
 async function loadWithCache(options: CheckOptions, cwd: string, readOnly: boolean, loaded?: LoadedConfig): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
   loaded ??= options.paths && options.paths.length > 0 ? implicitConfig(options.paths, cwd) : await loadConfig(options.config, cwd, { readOnly });
-  return { loaded, cache: BuildCache.open(loaded) };
+  return { loaded, cache: BuildCache.open(loaded, { create: !isCi() }) };
+}
+
+/**
+ * Whether this runs in CI (the `CI` variable set, as GitHub Actions, GitLab CI, CircleCI, Buildkite and most others
+ * set it): there a build on a fresh checkout is the only one in its place, so a build cache it wrote would go unused.
+ */
+function isCi(): boolean {
+  const ci = process.env.CI;
+  return ci !== undefined && ci !== "" && ci !== "false" && ci !== "0";
 }
 
 /**

@@ -22,14 +22,14 @@ import { sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 type Edit =
   | { kind: "body" | "description" | "undescribed" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
   | { kind: "add"; pick: number; withResource: boolean }
-  | { kind: "link-folder" | "gitignore" | "config" | "parse-setting" | "environment" | "nothing" };
+  | { kind: "link-folder" | "gitignore" | "config" | "parse-setting" | "environment" | "ci" | "cache-lost" | "nothing" };
 
 // Edits of contents (what a rebuild sees most) are drawn three times as often as the others.
 const edit: fc.Arbitrary<Edit> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constantFrom("body", "description", "undescribed", "resource", "link-file"), pick: fc.nat(), sameSize: fc.boolean() }), weight: 3 },
   fc.record({ kind: fc.constantFrom("break", "remove", "rename"), pick: fc.nat(), sameSize: fc.boolean() }),
   fc.record({ kind: fc.constant("add"), pick: fc.nat(), withResource: fc.boolean() }),
-  fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "parse-setting", "environment", "nothing") }),
+  fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "parse-setting", "environment", "ci", "cache-lost", "nothing") }),
 ) as fc.Arbitrary<Edit>;
 
 /**
@@ -163,6 +163,12 @@ async function apply(dir: string, edit: Edit): Promise<string[]> {
       if (process.env.SKILLS_PROMPT_CHAR_BUDGET === undefined) process.env.SKILLS_PROMPT_CHAR_BUDGET = "400";
       else delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
       return [];
+    case "ci": // in CI a build writes a cache only where it found one
+      process.env.CI = process.env.CI === "true" ? "" : "true";
+      return [];
+    case "cache-lost": // a fresh checkout
+      await rm(join(dir, "node_modules"), { recursive: true, force: true });
+      return [];
     case "nothing":
       return [];
   }
@@ -220,6 +226,7 @@ async function differential(step: (dir: string, reported: string[], state: State
       const dir = await project();
       const state: State = {};
       delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
+      process.env.CI = "";
       await step(dir, [], state);
       for (const change of edits) {
         const reported = await apply(dir, change);
@@ -235,10 +242,11 @@ async function differential(step: (dir: string, reported: string[], state: State
 afterEach(() => {
   vi.restoreAllMocks();
   delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
+  process.env.CI = "";
 });
 
 // A running process's environment does not change: a session's edits are the files'.
-const fileEdits = edit.filter((change) => change.kind !== "environment");
+const fileEdits = edit.filter((change) => change.kind !== "environment" && change.kind !== "ci");
 
 describe("caches against a clean build, over random edit sequences", () => {
   it("`skills build`: the build cache, the rebuild where nothing changed, the bundle copied from", async () => {

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { lstatSync, statSync, utimesSync } from "node:fs";
-import { lstat, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
 import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
@@ -234,6 +234,81 @@ describe("build cache", () => {
     const checked = await build({ cwd: dir, check: true });
     expect(checked.cache).toMatchObject({ parsed: 1, reused: 3 });
     expect(await readFile(join(dir, CACHE), "utf8")).toBe(before);
+  });
+});
+
+describe("build cache in CI (the CI variable set)", () => {
+  const SNAPSHOT = ["node_modules/.cache/skillbake/skills.config.json.inputs.json", "node_modules/.cache/skillbake/skills.config.json.result.json"];
+  const exists = async (dir: string, path: string) => (await lstat(join(dir, path)).catch(() => undefined)) !== undefined;
+  /** Every file of the bundle, by path. */
+  const bundleFiles = async (dir: string) => {
+    const root = join(dir, "dist/skills");
+    const paths = (await readdir(root, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile()).map((entry) => relative(root, join(entry.parentPath, entry.name)));
+    return Object.fromEntries(await Promise.all(paths.sort().map(async (path) => [path, await readFile(join(root, path), "utf8")])));
+  };
+  async function inCi<T>(value: string | undefined, action: () => Promise<T>): Promise<T> {
+    const before = process.env.CI;
+    process.env.CI = value;
+    try {
+      return await action();
+    } finally {
+      process.env.CI = before;
+    }
+  }
+
+  it("a build that finds no cache writes none, nor the unchanged-build snapshot, and the same bundle", async () => {
+    const [ci, local] = [await project(), await project()];
+    const built = await inCi("true", () => run(ci));
+    expect(built.written).toBe(true);
+    await run(local);
+    expect(await exists(ci, CACHE)).toBe(false);
+    for (const path of SNAPSHOT) expect(await exists(ci, path)).toBe(false);
+    expect(await exists(local, CACHE)).toBe(true);
+    expect(await bundleFiles(ci)).toEqual(await bundleFiles(local));
+    // The next build in CI has no cache either: it parses everything again, and gives the same bundle.
+    const again = await inCi("true", () => run(ci));
+    expect(again.cache).toMatchObject({ parsed: 4, reused: 0 });
+    expect(await exists(ci, CACHE)).toBe(false);
+    expect(await bundleFiles(ci)).toEqual(await bundleFiles(local));
+  });
+
+  it("a cache that is found (restored by a CI cache step) is used and kept up to date, the snapshot with it", async () => {
+    const dir = await project();
+    await run(dir);
+    const before = await readFile(join(dir, CACHE), "utf8");
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const edited = await inCi("true", () => run(dir));
+    expect(edited.cache).toMatchObject({ parsed: 1, reused: 3 });
+    expect(await readFile(join(dir, CACHE), "utf8")).not.toBe(before);
+    const record = JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[1]!);
+    expect(record.skills["skills/alpha/SKILL.md"].content.description).toBe("Drafts alpha reports, edited.");
+    expect(edited.written).toBe(true);
+    expect(await prompt(dir)).toContain("Drafts alpha reports, edited.");
+  });
+
+  it("a cache file for other settings or another version counts as found: it is replaced", async () => {
+    const dir = await project();
+    writeCacheFile(join(dir, CACHE), 2, "another version's key", JSON.stringify({ skills: {}, files: {}, folders: {} }));
+    const built = await inCi("true", () => run(dir));
+    expect(built.cache).toMatchObject({ parsed: 4, reused: 0 });
+    expect((await inCi("true", () => run(dir))).cache).toMatchObject({ parsed: 0, reused: 4 });
+  });
+
+  it("CI set to false, 0 or nothing is no CI", async () => {
+    for (const value of ["false", "0", ""]) {
+      const dir = await project();
+      await inCi(value, () => run(dir));
+      expect(await exists(dir, CACHE)).toBe(true);
+    }
+  });
+
+  it("`skills build` run by a CI job writes the bundle and no cache", async () => {
+    const dir = await project();
+    const result = await runCli(["build"], { cwd: dir, env: { CI: "true" } });
+    expect(result.stderr).toContain("Wrote dist/skills");
+    expect(result.code).toBe(0);
+    expect(await exists(dir, "dist/skills/manifest.json")).toBe(true);
+    expect(await exists(dir, CACHE)).toBe(false);
   });
 });
 

@@ -130,13 +130,20 @@ export class BuildCache {
     private readonly file: string,
     readonly key: string,
     private previous: CacheContents,
+    /** Whether this cache is written for the next build (see `open`); when not, nothing else that serves only the next build is worth making. */
+    readonly saves: boolean,
   ) {}
 
-  static open(loaded: LoadedConfig): BuildCache {
+  /**
+   * The cache for `loaded`, read from disk. `create: false`: where no cache file is found, none is written either
+   * (a build on a fresh CI checkout, which no later build in that place will follow); one that is found, even for
+   * other settings (restored by a CI cache step), is used and replaced as usual.
+   */
+  static open(loaded: LoadedConfig, { create = true }: { create?: boolean } = {}): BuildCache {
     const key = BuildCache.keyOf(loaded);
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
     const previous = readContents(file, key);
-    const cache = new BuildCache(file, key, previous ?? emptyContents());
+    const cache = new BuildCache(file, key, previous ?? emptyContents(), create || previous !== undefined || lstatSync(file, { throwIfNoEntry: false }) !== undefined);
     cache.dirty = previous === undefined;
     return cache;
   }
@@ -330,6 +337,7 @@ export class BuildCache {
    * the folders above it.
    */
   recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, places: ReadonlyMap<string, FilePlaces>, alone: Iterable<string> = []): void {
+    if (!this.saves) return; // each file's signature is taken for the next build only
     const paths: Record<string, string> = {};
     const add = (path: string) => {
       const signature = statSignature(join(outDir, path));
@@ -350,8 +358,9 @@ export class BuildCache {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
   }
 
-  /** Writes the cache if anything changed (a record added, dropped or replaced); failures are ignored. */
+  /** Writes the cache if anything changed (a record added, dropped or replaced) and it `saves`; failures are ignored. */
   save(): void {
+    if (!this.saves) return;
     this.keepBundle();
     const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files) || hasDropped(this.previous.folders, this.next.folders);
     if (!this.dirty && !dropped) return;

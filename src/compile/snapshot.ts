@@ -63,13 +63,14 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
 }
 
 /**
- * Keeps `compilation` for the next build when the cache can tell that its inputs did not change (`unchangedInputs`)
- * and it describes the bundle now in the outDir; else removes the last build's, which no longer describes it.
+ * Keeps `compilation` for the next build when the cache is kept (`saves`), can tell that its inputs did not change
+ * (`unchangedInputs`) and describes the bundle now in the outDir; else removes the last build's, which no longer
+ * describes it.
  */
 export function saveSnapshot(compilation: Compilation, cache: BuildCache): void {
   const { config: loaded, outDir } = compilation;
   const files = snapshotFiles(loaded);
-  const key = snapshotKey(loaded, outDir);
+  const key = cache.saves ? snapshotKey(loaded, outDir) : undefined;
   const inputs = key === undefined ? undefined : cache.unchangedInputs(loaded.dir);
   const bundle = cache.bundle;
   if (key === undefined || inputs === undefined || bundle?.outDir !== outDir) {
