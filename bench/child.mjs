@@ -2,10 +2,14 @@
 // { ms: time of the task itself, after imports, rss: peak resident set size in bytes, ...facts }.
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const [task, ...args] = process.argv.slice(2);
+
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
 
 function median(numbers) {
   const sorted = [...numbers].sort((a, b) => a - b);
@@ -90,9 +94,12 @@ async function run() {
           const from = stderr.length;
           const start = performance.now();
           writeFileSync(edited, `${readFileSync(edited, "utf8")}\nEdited for watch rebuild ${edit}.\n`);
-          await printed(/Built in .*\n/, from);
+          // The rebuild of this edit: a late rebuild for an earlier edit may report in between.
+          const ownRebuild = new RegExp(`Changed: [^\\n]*${escapeRegExp(relative(dirname(config), edited))}[^]*?Built in .*\\n`);
+          await printed(ownRebuild, from);
           times.push(performance.now() - start);
-          if (!/Wrote /.test(stderr.slice(from))) throw new Error(`the watch rebuild did not write the bundle:\n${stderr.slice(from)}`);
+          const own = stderr.slice(from).match(ownRebuild)[0];
+          if (!/Wrote /.test(own)) throw new Error(`the watch rebuild did not write the bundle:\n${own}`);
         }
         // Linux only: elsewhere the row has no peak RSS of its own.
         const status = existsSync(`/proc/${watcher.pid}/status`) ? readFileSync(`/proc/${watcher.pid}/status`, "utf8") : "";

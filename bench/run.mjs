@@ -56,10 +56,13 @@ function findPi() {
   return undefined;
 }
 
-/** Runs `node ARGS` and returns the child's JSON line (if any) with the whole process's wall time. */
-function measure(args, cwd = REPO) {
+/**
+ * Runs `node ARGS` and returns the child's JSON line (if any) with the whole process's wall time. The child runs as
+ * on a developer's machine (CI unset: a build writes its caches) unless `env` says otherwise.
+ */
+function measure(args, cwd = REPO, env = {}) {
   const start = process.hrtime.bigint();
-  const child = spawnSync(process.execPath, args, { cwd, encoding: "utf8", maxBuffer: 1 << 20 });
+  const child = spawnSync(process.execPath, args, { cwd, encoding: "utf8", maxBuffer: 1 << 20, env: { ...process.env, CI: "", ...env } });
   const processMs = Number(process.hrtime.bigint() - start) / 1e6;
   if (child.status !== 0) throw new Error(`node ${args.join(" ")} exited ${child.status}:\n${child.stderr}`);
   const line = child.stdout.trim().split("\n").pop();
@@ -137,6 +140,13 @@ try {
     const cases = {
       floor: () => measure([CHILD, "floor", skillsRoot]),
       ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, skillsRoot, agentDir]) } : {}),
+      // A fresh CI checkout: no cache found, so none is written. Before the next case, which leaves the caches the
+      // rebuild cases use.
+      "build, cold, in CI": () => {
+        rmSync(catalogue.cache, { recursive: true, force: true });
+        rmSync(catalogue.outDir, { recursive: true, force: true });
+        return measure([CHILD, "build", DIST_INDEX, catalogue.config], REPO, { CI: "true" });
+      },
       "build, cold": () => {
         rmSync(catalogue.cache, { recursive: true, force: true });
         rmSync(catalogue.outDir, { recursive: true, force: true });
@@ -201,6 +211,11 @@ try {
     const agentDir = join(work, "pi-agent");
     const cases = {
       ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, dir, agentDir, ...roots.map((root) => join(dir, root))]) } : {}),
+      "build, cold, in CI": () => {
+        rmSync(join(dir, "node_modules"), { recursive: true, force: true });
+        rmSync(join(dir, "dist"), { recursive: true, force: true });
+        return measure([CHILD, "build", DIST_INDEX, config], REPO, { CI: "true" });
+      },
       "build, cold": () => {
         rmSync(join(dir, "node_modules"), { recursive: true, force: true });
         rmSync(join(dir, "dist"), { recursive: true, force: true });
@@ -265,10 +280,15 @@ const cold = get(largest, "build, cold");
 const realPi = get(REAL, "pi loadSkills + format");
 const watched = get(largest, `watch: ${WATCH_EDITS} edits, median`);
 const dev = get(devSize, `vite dev: ${DEV_EDITS} edits, median`);
-target(`cold build ${largest} ≤ 1.1× pi`, ratioOf(cold, pi), 1.1);
+// Cold is a fresh CI checkout (no cache written) and a first build on a developer's machine (caches written for the next).
+const coldCi = get(largest, "build, cold, in CI");
+target(`cold build ${largest} in CI ≤ 1.1× pi`, ratioOf(coldCi, pi), 1.1);
+target(`  its peak RSS ≤ 1.3× pi's`, ratioOf(coldCi, pi, "rss"), 1.3);
+target(`cold build ${largest}, first local build ≤ 1.1× pi`, ratioOf(cold, pi), 1.1);
 target(`  its peak RSS ≤ 1.3× pi's`, ratioOf(cold, pi, "rss"), 1.3);
 target(`cold check ${largest} ≤ 0.9× pi`, ratioOf(get(largest, "check, cold"), pi), 0.9);
-target("real catalogues, cold build ≤ 1.5× pi", ratioOf(get(REAL, "build, cold"), realPi), 1.5);
+target("real catalogues, cold build in CI ≤ 1.5× pi", ratioOf(get(REAL, "build, cold, in CI"), realPi), 1.5);
+target("  first local build ≤ 1.5× pi", ratioOf(get(REAL, "build, cold"), realPi), 1.5);
 target("  nothing changed ≤ 0.3× pi", ratioOf(get(REAL, "build, nothing changed"), realPi), 0.3);
 target("  one SKILL.md edited ≤ 0.5× pi", ratioOf(get(REAL, "build, one SKILL.md edited"), realPi), 0.5);
 target(`vite dev ${devSize}: edit → new module ≤ 300 ms`, dev?.ms, 300, "ms");
