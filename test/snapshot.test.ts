@@ -44,7 +44,7 @@ describe("a rebuild where nothing changed", () => {
   // Projects made up front and left to settle once, then built: each build keeps its compilation.
   const settled: string[] = [];
   beforeAll(async () => {
-    for (let i = 0; i < 12; i++) settled.push(await project());
+    for (let i = 0; i < 13; i++) settled.push(await project());
     await settle();
     for (const dir of settled) expect((await run(dir)).written).toBe(true);
   }, 60_000);
@@ -190,6 +190,17 @@ describe("a rebuild where nothing changed", () => {
     expect((await run(dir)).written).toBe(true);
     expect(skillNames(dir)).toEqual(["alpha", "beta", "gamma"]);
     expect(manifest(dir)).toContain("Drafts ALPHA reports.");
+  });
+
+  it("a check that finds a change early still stats everything after it, for the walk", async () => {
+    const dir = settled[12]!;
+    const loaded = await loadConfig(undefined, dir);
+    // alpha's SKILL.md is the first file the check stats after the folders; the guide is the last.
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const taken: StatsTaken = { folders: new Map(), files: new Map() };
+    expect(unchangedCompilation(loaded, join(dir, "dist/skills"), taken)).toBeUndefined();
+    expect([...taken.files.keys()].map((file) => file.slice(dir.length + 1)).sort()).toEqual(["skills/.gitignore", "skills/alpha/SKILL.md", "skills/beta/SKILL.md", "skills/beta/references/guide.md"]);
+    expect(taken.folders.size).toBe(4);
   });
 });
 

@@ -39,23 +39,26 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
   if (typeof index?.inputs !== "string" || typeof index.bundle?.fingerprint !== "string") return undefined;
   const verified = new Map<string, FileStats>();
   let folders = 0;
+  // Past the first change, the folders and files are still stat'ed: the walk that follows takes those stats from here.
+  let same = true;
   for (const line of index.inputs.split("\n")) {
     const [kind, path, signature] = line.split("\t");
     if (path === undefined) return undefined;
     const absolute = resolve(loaded.dir, path);
     if (kind === "l") {
-      if (linkTarget(absolute) !== signature) return undefined;
+      if (same && linkTarget(absolute) !== signature) same = false;
       continue;
     }
     // Folders were signed through links (as listed); files as found, a link to a file by the file it leads to.
     const found = kind === "d" ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
     const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
     if (stats) (kind === "d" ? taken.folders : taken.files).set(absolute, stats);
-    if (!stats || signatureOf(stats) !== signature) return undefined;
-    if (kind === "d") folders++;
+    if (!same) continue;
+    if (!stats || signatureOf(stats) !== signature) same = false;
+    else if (kind === "d") folders++;
     else verified.set(absolute, fileStatsOf(stats));
   }
-  if (!isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
+  if (!same || !isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
   const stored = readCacheFile(files.result, FORMAT, `${key}:${index.bundle.fingerprint}`) as StoredCompilation | undefined;
   if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
   const agents = restoreBodies(stored.agents, verified);
