@@ -1,10 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { readFile, rename, symlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/compile/config.js";
+import { readTranspiledConfig, writeTranspiledConfig } from "../src/compile/config-cache.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const ENTRY = "node_modules/.cache/skillbake/config/skills.config.ts.json";
@@ -141,5 +142,158 @@ describe("the transpiled-config cache", () => {
     await writeFile(join(dir, "agents.js"), 'export const description = "ffff";\n');
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
     expect(JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8")).agents.main.description).toBe("ffff");
+  });
+});
+
+describe("the transpiled-config cache, in process: what an entry is made from and when it is used", () => {
+  const CONFIG = 'import { description } from "./agents";\nexport default { agents: { main: { description } } };\n';
+  const AGENTS = 'export const description = "aaaa";\n';
+  const CODE = "export default 1;\n";
+
+  interface Project {
+    dir: string;
+    config: string;
+    agents: string;
+  }
+
+  /** A config importing ./agents.js (and `extra` files), in a folder of its own. */
+  async function project(extra: Record<string, string | { link: string }> = {}): Promise<Project> {
+    const dir = join(await tempDir(), "app");
+    await writeTree(dir, { "skills.config.ts": CONFIG, "agents.js": AGENTS, ...extra });
+    return { dir, config: join(dir, "skills.config.ts"), agents: join(dir, "agents.js") };
+  }
+
+  interface Written {
+    inputs?: string[];
+    imports?: Map<string, { path: string; external?: boolean }[]>;
+    sources?: Map<string, string>;
+  }
+
+  /** Writes the entry as a build does after esbuild; by default the config and agents.js, each file's text as it is now. */
+  async function write({ dir, config, agents }: Project, options: Written = {}): Promise<void> {
+    const inputs = options.inputs ?? [config, agents];
+    const imports = options.imports ?? new Map([[config, [{ path: agents }]], [agents, []]]);
+    const sources = options.sources ?? new Map(await Promise.all(inputs.map(async (input) => [input, await readFile(input, "utf8")] as const)));
+    writeTranspiledConfig(config, dir, { code: CODE, inputs }, imports, sources);
+  }
+
+  const read = ({ dir, config }: Project) => readTranspiledConfig(config, dir);
+  const entryOf = async ({ dir }: Project) => JSON.parse((await readFile(join(dir, ENTRY), "utf8")).split("\n")[1]!) as Record<string, unknown>;
+
+  /** Rewrites the entry's payload, its checksum agreeing: what a committed node_modules/.cache could hold. */
+  async function forge({ dir }: Project, edit: (entry: Record<string, unknown>) => unknown): Promise<void> {
+    const text = await readFile(join(dir, ENTRY), "utf8");
+    const newline = text.indexOf("\n");
+    const payload = JSON.stringify(edit(JSON.parse(text.slice(newline + 1)) as Record<string, unknown>));
+    const header = JSON.parse(text.slice(0, newline)) as Record<string, unknown>;
+    await writeFile(join(dir, ENTRY), `${JSON.stringify({ ...header, sha256: sha256(payload) })}\n${payload}`);
+  }
+
+  it("is used while nothing changed, naming its inputs sorted; it records the folders of local imports, not of Node's modules", async () => {
+    const app = await project();
+    const imports = new Map([[app.config, [{ path: "node:fs", external: true }, { path: app.agents }]], [app.agents, []]]);
+    // The config first: the entry names its inputs in the order given, and what it gives back is sorted.
+    await write(app, { imports });
+    expect(read(app)).toEqual({ code: CODE, inputs: [app.agents, app.config] });
+    expect(Object.keys((await entryOf(app)).folders as object)).toEqual([app.dir]);
+  });
+
+  it("is used for a config without local imports (no folder recorded)", async () => {
+    const app = await project();
+    await write(app, { inputs: [app.config], imports: new Map([[app.config, []]]) });
+    expect(read(app)).toEqual({ code: CODE, inputs: [app.config] });
+  });
+
+  it("is not used for another config path or working folder: esbuild's output names both", async () => {
+    const app = await project();
+    await write(app);
+    expect(read(app)).toBeDefined();
+    expect(readTranspiledConfig(app.config, join(app.dir, "skills"))).toBeUndefined();
+    await writeFile(join(app.dir, "other.config.ts"), CONFIG);
+    await rename(join(app.dir, ENTRY), join(app.dir, ENTRY.replace("skills.config.ts", "other.config.ts")));
+    expect(readTranspiledConfig(join(app.dir, "other.config.ts"), app.dir)).toBeUndefined();
+  });
+
+  it("ignores an entry that is not what it writes, its checksum agreeing: null, an array, code that is no text, no inputs, digests that are not a record of text", async () => {
+    const forgeries: ((entry: Record<string, unknown>) => unknown)[] = [
+      () => null,
+      (entry) => [entry],
+      (entry) => ({ ...entry, code: 42 }),
+      (entry) => ({ ...entry, inputs: {} }),
+      (entry) => ({ ...entry, inputs: Object.fromEntries(Object.keys(entry.inputs as object).map((path) => [path, 42])) }),
+      (entry) => ({ ...entry, folders: null }),
+      (entry) => ({ ...entry, folders: [] }),
+      (entry) => ({ ...entry, folders: 5 }),
+      (entry) => ({ ...entry, folders: "" }),
+      (entry) => ({ ...entry, settings: [] }),
+      (entry) => ({ ...entry, settings: null }),
+    ];
+    for (const edit of forgeries) {
+      const app = await project();
+      await write(app);
+      expect(read(app)).toBeDefined();
+      await forge(app, edit);
+      expect(read(app), String(edit)).toBeUndefined();
+    }
+  });
+
+  it("is not written when an input's text is not what esbuild read: edited since, not read, or gone", async () => {
+    const edited = await project();
+    await write(edited, { sources: new Map([[edited.config, CONFIG], [edited.agents, 'export const description = "bbbb";\n']]) });
+    const unread = await project();
+    await write(unread, { sources: new Map([[unread.config, CONFIG]]) });
+    const gone = await project();
+    await rm(gone.agents);
+    await write(gone, { sources: new Map([[gone.config, CONFIG], [gone.agents, AGENTS]]) });
+    for (const app of [edited, unread, gone]) expect(existsSync(join(app.dir, ENTRY))).toBe(false);
+  });
+
+  it("is not written when a tsconfig.json or jsconfig.json on the way up extends another; an extends in package.json is no setting", async () => {
+    for (const name of ["tsconfig.json", "jsconfig.json"]) {
+      const app = await project({ [name]: '{ "extends": "./base.json" }\n', "base.json": "{}\n" });
+      await write(app);
+      expect(existsSync(join(app.dir, ENTRY)), name).toBe(false);
+    }
+    const app = await project({ "package.json": '{ "name": "app", "extends": "nothing" }\n', "tsconfig.json": '{ "compilerOptions": { "strict": true } }\n' });
+    await write(app);
+    expect(read(app)).toBeDefined();
+    await writeFile(join(app.dir, "package.json"), '{ "name": "app", "type": "module" }\n');
+    expect(read(app)).toBeUndefined();
+  });
+
+  it("follows a link in place of a tsconfig.json or of an input, and sees its target change", async () => {
+    const shared = await tempDir();
+    await writeTree(shared, { "tsconfig.json": "{}\n", "agents.js": AGENTS });
+    for (const [name, target, edit] of [
+      ["tsconfig.json", "tsconfig.json", '{ "compilerOptions": { "strict": true } }\n'],
+      ["agents.js", "agents.js", 'export const description = "bbbb";\n'],
+    ] as const) {
+      const app = await project({ [name]: { link: join(shared, target) } });
+      await write(app);
+      expect(read(app), name).toBeDefined();
+      await writeFile(join(shared, target), edit);
+      expect(read(app), name).toBeUndefined();
+    }
+  });
+
+  it("counts a folder missing when the entry was written as changed once it appears", async () => {
+    // In a folder no import was resolved in, so that its own listing is not what changes.
+    const app = await project({ "lib/README.md": "" });
+    const gone = join(app.dir, "lib", "gone", "agents.js");
+    await write(app, { imports: new Map([[app.config, [{ path: app.agents }, { path: gone }]], [app.agents, []]]) });
+    expect(read(app)).toBeDefined();
+    await mkdir(dirname(gone));
+    expect(read(app)).toBeUndefined();
+  });
+
+  it("tells a folder's names apart however they run together, and ignores node_modules beside an import", async () => {
+    const app = await project({ "lib/agents.js": AGENTS, "lib/x": "", "lib/yz": "" });
+    const agents = join(app.dir, "lib", "agents.js");
+    await write(app, { inputs: [app.config, agents], imports: new Map([[app.config, [{ path: agents }]], [agents, []]]) });
+    await mkdir(join(app.dir, "lib", "node_modules"));
+    expect(read(app)).toBeDefined();
+    await rename(join(app.dir, "lib", "x"), join(app.dir, "lib", "xy"));
+    await rename(join(app.dir, "lib", "yz"), join(app.dir, "lib", "z"));
+    expect(read(app)).toBeUndefined();
   });
 });

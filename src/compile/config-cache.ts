@@ -72,21 +72,21 @@ export function writeTranspiledConfig(
   }
   const settings: Record<string, string> = {};
   for (const input of transpiled.inputs) {
+    // Up to the root, whose parent is itself: the loop stops there, its files recorded.
     for (let folder = dirname(input); !(join(folder, SETTINGS_FILES[0]) in settings); folder = dirname(folder)) {
       for (const name of SETTINGS_FILES) {
         const bytes = readRegularFile(join(folder, name), { followLinks: true });
         if (name !== "package.json" && bytes?.includes('"extends"')) return;
         settings[join(folder, name)] = bytes ? sha256(bytes) : "";
       }
-      if (dirname(folder) === folder) break;
     }
   }
-  // Each file as esbuild read it (its text in the source map): one edited since is not recorded as that code's input.
+  // Each file as esbuild read it (its text in the source map): one edited or removed since is not recorded as that code's input.
   const inputs: Record<string, string> = {};
   for (const input of transpiled.inputs) {
     const digest = fileDigest(input);
     const read = sources.get(input);
-    if (digest === undefined || read === undefined || digest !== sha256(Buffer.from(read))) return;
+    if (read === undefined || digest !== sha256(Buffer.from(read))) return;
     inputs[input] = digest;
   }
   writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), JSON.stringify({ code: transpiled.code, inputs, folders, settings } satisfies Entry));
@@ -112,7 +112,6 @@ function readEntry(file: string, cwd: string): Entry | undefined {
 function isDigestRecord(value: unknown): value is Record<string, string> {
   return typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((digest) => typeof digest === "string");
 }
-
 
 function fileDigest(path: string): string | undefined {
   const bytes = readRegularFile(path, { followLinks: true });
