@@ -155,6 +155,10 @@ describe("diffBundles", () => {
     // The 1,000th code unit is the first half of a pair: the cut goes before the whole pair.
     expect(added(`a${"\u{1F600}".repeat(1000)}`)).toBe(`+ a${"\u{1F600}".repeat(499)}… (1,002 more characters)`);
     expect(added("x".repeat(LINE_MAX))).toBe(`+ ${"x".repeat(LINE_MAX)}`);
+    // What fits is measured from the first LINE_MAX characters, not from the whole line's escapes; it fits exactly.
+    expect(added(`${"x".repeat(LINE_MAX)}${"\u0007".repeat(1000)}`)).toBe(`+ ${"x".repeat(LINE_MAX)}… (1,000 more characters)`);
+    // A pair just past the cut moves nothing.
+    expect(added(`${"x".repeat(LINE_MAX + 1)}${"\u{1F600}".repeat(10)}`)).toBe(`+ ${"x".repeat(LINE_MAX)}… (21 more characters)`);
   });
 
   it("cuts a long body's diff after BODY_DIFF_LINES lines, saying how many more there were", () => {
@@ -537,6 +541,60 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     const given = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]), other: agent([]) }), { encoding: "e", before: new Map([["main", 3]]), after: new Map([["main", 4]]) });
     expect(given.tokenEncoding).toBe("e");
     expect(given.agents.map((diff) => [diff.id, diff.prompt.before.tokens, diff.prompt.after.tokens])).toEqual([["main", 3, 4], ["other", 0, 0]]);
+  });
+
+  it("markdown: the table (an agent id escaped for its cell), each agent's changes by name, details fenced past the longest run of backticks, tabs kept", () => {
+    const id = "a|`b`";
+    const before = manifest({ [id]: agent([skill("s", { description: "Plain." })]), quiet: agent([skill("q")]) });
+    const after = manifest({ [id]: agent([skill("s", { description: "Tab\there: ``` then `x`" }), skill("`t"), skill("u`")]), quiet: agent([skill("q")]) });
+    expect(formatDiffMarkdown(diffBundles(before, after), { limit: COMMENT_LIMIT }).split("\n")).toEqual([
+      "### Agent prompts: 1 of 2 agents changed",
+      "",
+      "| agent | changes | prompt characters | ≈ tokens (estimate: characters ÷ 4) | budget (catalogue characters) |",
+      "| --- | --- | ---: | ---: | --- |",
+      "| `` a\\|`b` `` | 2 added, 1 description | 101 | 26 | — |",
+      "| `quiet` | none | 101 | 26 | — |",
+      "",
+      "Tokens are estimated: the bundles do not record token counts in one encoding.",
+      "",
+      "#### `` a|`b` `` (changed)",
+      "",
+      "- Added `` `t `` (listed)",
+      "- Added `` u` `` (listed)",
+      "- Changed the description of `s`",
+      "",
+      "#### Details",
+      "",
+      "`` a|`b` ``: description of `s`",
+      "",
+      "<details><summary>old → new</summary>",
+      "",
+      "````diff",
+      "- Plain.",
+      "+ Tab\there: ``` then `x`",
+      "````",
+      "",
+      "</details>",
+    ]);
+  });
+
+  it("markdown: no estimate line for counted tokens, no details where no change has a block; cut short by characters unless told bytes", () => {
+    const diff = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent(Array.from({ length: 40 }, (_, index) => skill(`é${index}`))) }));
+    const whole = formatDiffMarkdown(diff, { limit: COMMENT_LIMIT });
+    expect(whole).not.toContain("Details");
+    const counted = agent([], { tokens: { encoding: "o200k_base", prompt: 30, catalogue: 1 } });
+    expect(formatDiffMarkdown(diffBundles(manifest({ main: counted }), manifest({ main: counted })), { limit: COMMENT_LIMIT }).split("\n")).toEqual([
+      "### Agent prompts: no changes (1 agent)",
+      "",
+      "| agent | changes | prompt characters | tokens (o200k\\_base) | budget (catalogue characters) |",
+      "| --- | --- | ---: | ---: | --- |",
+      "| `main` | none | 101 | 30 | — |",
+    ]);
+    // Room for every line and its newline, and for the closing note (600).
+    const room = whole.length + 1 + 600;
+    expect(formatDiffMarkdown(diff, { limit: room })).toBe(whole);
+    expect(formatDiffMarkdown(diff, { limit: room - 1 }).split("\n").at(-1)).toBe(`**Cut short at ${(room - 1).toLocaleString("en-US")} characters: 1 more line left out; \`skills diff\` in a terminal, or with \`--format json\`, shows the rest.**`);
+    expect(formatDiffMarkdown(diff, { limit: room, bytes: true }).split("\n").at(-1)).toMatch(/^\*\*Cut short at [\d,]+ bytes: \d+ more lines left out; /);
   });
 });
 

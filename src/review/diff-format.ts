@@ -323,7 +323,7 @@ function longestBacktickRun(lines: readonly string[]): number {
   for (const line of lines) {
     let run = 0;
     for (let index = line.indexOf("`"); index !== -1; index = line.indexOf("`", index + 1)) {
-      run = index > 0 && line[index - 1] === "`" ? run + 1 : 1;
+      run = line[index - 1] === "`" ? run + 1 : 1; // at 0, line[-1] is undefined
       if (run > longest) longest = run;
     }
   }
