@@ -1,14 +1,20 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, readlink, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { closeSync, existsSync } from "node:fs";
+import { link, mkdir, readdir, readFile, readlink, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
+import { isMainThread } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
-import { recoverInterruptedBuild, swapIn } from "../src/bundle/emit.js";
+import { hashBundleFile, openBundleFile, recoverInterruptedBuild, swapIn } from "../src/bundle/emit.js";
 import { CLI, holdLock, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
-/** Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`. */
-const KILLS = Math.max(30, Math.round(Number(process.env.FUZZ_RUNS ?? 0) / 100));
+/**
+ * Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`, KILLED_BUILDS
+ * under `npm run mutate` (the builds killed are the CLI's, which no mutant reaches: only the recovery after each is).
+ */
+const KILLS = Number(process.env.KILLED_BUILDS) || Math.max(30, Math.round(Number(process.env.FUZZ_RUNS ?? 0) / 100));
 
 async function project(config: object = { agents: { main: { skills: [{ root: "skills" }] } } }, tree: Record<string, string | { link: string }> = {}) {
   const dir = await tempDir();
@@ -125,7 +131,9 @@ describe("outDir refusals: nothing is created or deleted", () => {
       expect(run.stderr.trim().split("\n")).toHaveLength(1);
       // Not a file changed, added or removed.
       expect(await snapshot(dir)).toEqual(before);
-      // The programmatic API refuses it the same way.
+      // The programmatic API refuses it the same way; where the case sets HOME, only in the main thread: in a worker
+      // thread (the mutation run's) process.env is a copy, which os.homedir() does not read.
+      if (env && !isMainThread) return;
       await withEnv(env?.(dir) ?? {}, () => expect(build({ cwd: dir, outDir: out(dir) })).rejects.toThrow(message(dir)));
       expect(await snapshot(dir)).toEqual(before);
     });
@@ -459,4 +467,148 @@ describe("recovery from a killed build", () => {
     expect(await snapshot(outDir)).toEqual(newBundle);
     expect(await transientSiblings(dir)).toEqual([]);
   }, 120_000); // KILLS builds, each up to 1.2x a timed one: 30 s was too short on a loaded machine
+});
+
+describe("in process: the lock's holder, the manifest read in chunks, what an outDir holds", () => {
+  it.skipIf(!existsSync("/proc/self/stat"))("a running process's lock holds only when taken after that process started (its start read from /proc)", async () => {
+    const before = Date.now();
+    const running = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+    await new Promise((resolve) => running.once("spawn", resolve));
+    const after = Date.now();
+    try {
+      // /proc gives the start to 10 ms after a boot time to the second: 5 s either side is past any rounding.
+      const taken = await project();
+      await utimes(await holdLock(taken, running.pid!), new Date(after + 5000), new Date(after + 5000));
+      await expect(build({ cwd: taken })).rejects.toThrow(`another skills build (process ${running.pid}) is writing`);
+      const stale = await project();
+      await utimes(await holdLock(stale, running.pid!), new Date(before - 5000), new Date(before - 5000));
+      expect((await build({ cwd: stale })).written).toBe(true);
+    } finally {
+      running.kill();
+    }
+  });
+
+  /** A manifest of skillbake's listing prompts/main.txt, its `"schemaVersion"` line starting at byte `at`. */
+  function manifestWithHeadEndAt(at: number): string {
+    const start = '{\n  "diagnostics": "';
+    const end = '",\n  "generator": "skillbake",\n  "hashes": {\n    "outputs": {\n      "prompts/main.txt": "0"\n    }\n  },';
+    const text = `${start}${"x".repeat(at - start.length - end.length)}${end}\n  "schemaVersion": 1,\n  "skills": []\n}\n`;
+    expect(text.indexOf('\n  "schemaVersion": ')).toBe(at);
+    return text;
+  }
+
+  it("reads a manifest's head up to its schemaVersion line wherever the 64 KiB chunks cut that line", async () => {
+    const chunk = 1 << 16;
+    for (const at of [200, chunk - 20, chunk - 19, chunk - 10, chunk - 1, chunk, chunk + 1, 3 * chunk - 7]) {
+      const dir = await project(undefined, { "dist/skills/manifest.json": manifestWithHeadEndAt(at), "dist/skills/prompts/main.txt": "old" });
+      expect((await build({ cwd: dir })).written, String(at)).toBe(true);
+    }
+    // Without that line there is no head: not a manifest of skillbake's.
+    const dir = await project(undefined, { "dist/skills/manifest.json": manifestWithHeadEndAt(200).replace('"schemaVersion"', '"version"'), "dist/skills/prompts/main.txt": "old" });
+    await expect(build({ cwd: dir })).rejects.toThrow("is not empty and was not written by skillbake");
+  });
+
+  it("names at most three files its manifest does not list, escaped, and counts the rest; refuses an outDir that is a file", async () => {
+    const listed = { "dist/skills/manifest.json": manifestWithHeadEndAt(200), "dist/skills/prompts/main.txt": "old" };
+    const one = await project(undefined, { ...listed, "dist/skills/\u001b[2Knotes.md": "mine" });
+    await expect(build({ cwd: one })).rejects.toThrow(`${join(one, "dist/skills")} holds files its manifest does not list (\\x1b[2Knotes.md); a build replaces the whole folder`);
+    const five = await project(undefined, { ...listed, ...Object.fromEntries(["a", "b", "c", "d", "e"].map((name) => [`dist/skills/${name}.md`, "mine"])) });
+    await expect(build({ cwd: five })).rejects.toThrow(/does not list \([a-e]\.md, [a-e]\.md, [a-e]\.md and 2 more\); /);
+    const three = await project(undefined, { ...listed, ...Object.fromEntries(["a", "b", "c"].map((name) => [`dist/skills/${name}.md`, "mine"])) });
+    await expect(build({ cwd: three })).rejects.toThrow(/does not list \([a-c]\.md, [a-c]\.md, [a-c]\.md\); /);
+    const file = await project(undefined, { "dist/skills": "a file" });
+    await expect(build({ cwd: file })).rejects.toThrow(`${join(file, "dist/skills")} is a file, not a folder; skillbake will not replace it`);
+    expect(await readFile(join(file, "dist/skills"), "utf8")).toBe("a file");
+  });
+
+  it("replaces its own bundle with skill files staged per agent, and refuses one where a file it does not list was added there", async () => {
+    const agents = { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "skills" }] } };
+    const dir = await project({ stage: { layout: "per-agent" }, location: "relative", agents }, { "skills/alpha/references/guide.md": "Guide.\n" });
+    expect((await build({ cwd: dir })).written).toBe(true);
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    expect((await build({ cwd: dir })).written).toBe(true);
+    await writeTree(dir, { "dist/skills/agents/other/skills/alpha/mine.md": "mine", "skills/alpha/SKILL.md": skillMd("alpha") });
+    await expect(build({ cwd: dir })).rejects.toThrow("holds files its manifest does not list (agents/other/skills/alpha/mine.md)");
+    // The manifest's own list of a skill's files names no staged folder there: it lists nothing on its own.
+    await rm(join(dir, "dist/skills/agents/other/skills/alpha/mine.md"));
+    await writeTree(dir, { "dist/skills/undefined/references/guide.md": "mine", "skills/alpha/SKILL.md": skillMd("alpha", "Again. Use when testing.") });
+    await expect(build({ cwd: dir })).rejects.toThrow("holds files its manifest does not list (undefined/references/guide.md)");
+  });
+
+  it("opens a bundle's file only when it is a regular file reached through folders alone, and names what stands there instead", async () => {
+    const outDir = join(await tempDir(), "skills");
+    const outside = await tempDir();
+    await writeTree(outDir, { "prompts/main.txt": "prompt", "file.txt": "text", "folder/inside.txt": "" });
+    await writeTree(outDir, { link: { link: outside }, "prompts/link.txt": { link: join(outDir, "prompts/main.txt") } });
+    execFileSync("mkfifo", [join(outDir, "fifo")]);
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(join(outDir, "socket"), resolve)); // closed last: closing removes it
+    try {
+      let device = true;
+      try {
+        execFileSync("mknod", [join(outDir, "device"), "c", "1", "3"], { stdio: "ignore" });
+      } catch {
+        device = false; // not allowed here (no CAP_MKNOD)
+      }
+      const opened = openBundleFile(outDir, "prompts/main.txt");
+      expect(opened).toEqual({ fd: expect.any(Number) });
+      closeSync((opened as { fd: number }).fd);
+      expect(hashBundleFile(outDir, "prompts/main.txt")).toEqual({ sha256: createHash("sha256").update("prompt").digest("hex") });
+      const cases: [string, object][] = [
+        ["gone.txt", { missing: true }],
+        ["gone/x.txt", { missing: true }],
+        ["prompts/gone/x.txt", { missing: true }],
+        ["prompts/link.txt", { notFollowed: "a symlink; not followed" }],
+        ["folder", { notFollowed: "a folder, not a file" }],
+        ["fifo", { notFollowed: "a FIFO; not read" }],
+        ["socket", { notFollowed: "cannot be read (ENXIO)" }],
+        ["link/x.txt", { notFollowed: "below link, a symlink; not followed" }],
+        ["file.txt/x.txt", { notFollowed: "below file.txt, not a regular file; not read" }],
+        ["fifo/x.txt", { notFollowed: "below fifo, a FIFO; not read" }],
+        ["socket/x.txt", { notFollowed: "below socket, a socket; not read" }],
+        ...(device ? ([["device", { notFollowed: "a device; not read" }], ["device/x", { notFollowed: "below device, a device; not read" }]] as [string, object][]) : []),
+      ];
+      for (const [path, expected] of cases) {
+        expect(openBundleFile(outDir, path), path).toEqual(expected);
+        expect(hashBundleFile(outDir, path), path).toEqual(expected);
+      }
+    } finally {
+      server.close();
+    }
+  });
+
+  it("a lock holds only as a build writes it: a running process's id, alone on its line, with that build's candidate beside it", async () => {
+    const running = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+    await new Promise((resolve) => running.once("spawn", resolve));
+    try {
+      const pid = running.pid!;
+      const held = await project();
+      await holdLock(held, pid);
+      await expect(build({ cwd: held })).rejects.toThrow(`another skills build (process ${pid}) is writing`);
+      // The same lock, but for the text in it: each is taken over.
+      for (const text of [`${pid}\n\n`, ` ${pid}\n`, `0${pid}\n`, `${pid}`, `${pid}x\n`]) {
+        const dir = await project();
+        const lock = await holdLock(dir, pid);
+        await writeFile(lock, text);
+        expect((await build({ cwd: dir })).written, JSON.stringify(text)).toBe(true);
+      }
+      // A lock whose other name is not its candidate's, and a file of the candidate's name that is not the lock.
+      const unpaired = await project();
+      await writeTree(unpaired, { "dist/.skills.lock": `${pid}\n`, [`dist/.skills.lock-${pid}-0000abcd`]: `${pid}\n` });
+      await link(join(unpaired, "dist/.skills.lock"), join(unpaired, "dist/second-name"));
+      expect((await build({ cwd: unpaired })).written).toBe(true);
+    } finally {
+      running.kill();
+    }
+  });
+
+  it("recovery leaves alone what is not a killed build's: this process's own folders, other outDirs' and names of another shape; a missing parent is nothing to recover", async () => {
+    const dir = await tempDir();
+    const pid = await deadPid();
+    const kept = [`.skills.tmp-${process.pid}-0a1b2c3d`, `.skillsx.tmp-${pid}-0a1b2c3d`, `.skills.tmp-${pid}-0A1B2C3D`, `.skills.tmp-${pid}-`, `.skills.temp-${pid}-0a1b2c3d`, `x.skills.tmp-${pid}-0a1b2c3d`, `.agents.tmp-${pid}-0a1b2c3d`];
+    await writeTree(dir, { "skills/manifest.json": "bundle", ...Object.fromEntries(kept.map((name) => [`${name}/manifest.json`, "kept"])), [`.skills.tmp-${pid}-0a1b2c3d/manifest.json`]: "partial" });
+    await recoverInterruptedBuild(join(dir, "skills"));
+    expect((await readdir(dir)).sort()).toEqual([...kept, "skills"].sort());
+    await expect(recoverInterruptedBuild(join(dir, "missing", "skills"))).resolves.toBeUndefined();
+  });
 });
