@@ -143,7 +143,7 @@ export class BuildCache {
     const key = BuildCache.keyOf(loaded);
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
     const previous = readContents(file, key);
-    const cache = new BuildCache(file, key, previous ?? emptyContents(), create || previous !== undefined || lstatSync(file, { throwIfNoEntry: false }) !== undefined);
+    const cache = new BuildCache(file, key, previous ?? emptyContents(), create || lstatSync(file, { throwIfNoEntry: false }) !== undefined);
     cache.dirty = previous === undefined;
     return cache;
   }
@@ -337,7 +337,6 @@ export class BuildCache {
    * the folders above it.
    */
   recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, places: ReadonlyMap<string, FilePlaces>, alone: Iterable<string> = []): void {
-    if (!this.saves) return; // each file's signature is taken for the next build only
     const paths: Record<string, string> = {};
     const add = (path: string) => {
       const signature = statSignature(join(outDir, path));
