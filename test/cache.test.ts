@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { lstatSync, statSync, utimesSync } from "node:fs";
 import { lstat, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
 import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, settledSignatures, signatureOf } from "../src/compile/cache.js";
@@ -238,6 +238,7 @@ describe("build cache", () => {
 });
 
 describe("build cache in CI (the CI variable set)", () => {
+  afterEach(() => vi.restoreAllMocks());
   const SNAPSHOT = ["node_modules/.cache/skillbake/skills.config.json.inputs.json", "node_modules/.cache/skillbake/skills.config.json.result.json"];
   const exists = async (dir: string, path: string) => (await lstat(join(dir, path)).catch(() => undefined)) !== undefined;
   /** Every file of the bundle, by path. */
@@ -258,12 +259,16 @@ describe("build cache in CI (the CI variable set)", () => {
 
   it("a build that finds no cache writes none, nor the unchanged-build snapshot, and the same bundle", async () => {
     const [ci, local] = [await project(), await project()];
+    // Every file past the racy window, as after a pause: a build that kept caches would keep the snapshot too.
+    const now = Date.now.bind(Date);
+    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
     const built = await inCi("true", () => run(ci));
     expect(built.written).toBe(true);
     await run(local);
     expect(await exists(ci, CACHE)).toBe(false);
     for (const path of SNAPSHOT) expect(await exists(ci, path)).toBe(false);
     expect(await exists(local, CACHE)).toBe(true);
+    for (const path of SNAPSHOT) expect(await exists(local, path)).toBe(true);
     expect(await bundleFiles(ci)).toEqual(await bundleFiles(local));
     // The next build in CI has no cache either: it parses everything again, and gives the same bundle.
     const again = await inCi("true", () => run(ci));
