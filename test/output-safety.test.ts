@@ -519,6 +519,8 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
     const file = await project(undefined, { "dist/skills": "a file" });
     await expect(build({ cwd: file })).rejects.toThrow(`${join(file, "dist/skills")} is a file, not a folder; skillbake will not replace it`);
     expect(await readFile(join(file, "dist/skills"), "utf8")).toBe("a file");
+    // A file where a folder above it should be: what failed, named.
+    await expect(build({ cwd: file, outDir: "dist/skills/inner" })).rejects.toThrow(`cannot write ${join(file, "dist/skills/inner")}: a part of the path is a file, not a folder`);
   });
 
   it("replaces its own bundle with skill files staged per agent, and refuses one where a file it does not list was added there", async () => {
@@ -533,6 +535,8 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
     await rm(join(dir, "dist/skills/agents/other/skills/alpha/mine.md"));
     await writeTree(dir, { "dist/skills/undefined/references/guide.md": "mine", "skills/alpha/SKILL.md": skillMd("alpha", "Again. Use when testing.") });
     await expect(build({ cwd: dir })).rejects.toThrow("holds files its manifest does not list (undefined/references/guide.md)");
+    // The bundles replaced were removed, and the staging folders.
+    expect(await transientSiblings(dir)).toEqual([]);
   });
 
   it("opens a bundle's file only when it is a regular file reached through folders alone, and names what stands there instead", async () => {
