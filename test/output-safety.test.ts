@@ -615,4 +615,24 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
     expect((await readdir(dir)).sort()).toEqual([...kept, "skills"].sort());
     await expect(recoverInterruptedBuild(join(dir, "missing", "skills"))).resolves.toBeUndefined();
   });
+
+  it("each refusal of an outDir says what it is and what to set instead, in full", async () => {
+    const fix = "Set `outDir` (or --out) to a folder of its own, such as dist/skills.";
+    const dir = join(await tempDir(), "app");
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }), "skills/alpha/SKILL.md": skillMd("alpha") });
+    await writeTree(dir, { "elsewhere/keep.txt": "mine", "dist/skills": { link: "../elsewhere" } });
+    const refusals: [string, string][] = [
+      [".", `${dir} is the config file's folder; a build replaces its outDir and everything in it. ${fix}`],
+      ["..", `${dirname(dir)} holds the config file's folder; a build replaces its outDir and everything in it. ${fix}`],
+      ["skills", `${join(dir, "skills")} is the skills root ${join(dir, "skills")}; a build replaces its outDir and everything in it. ${fix}`],
+      ["/", `/ is the filesystem root; skillbake will not replace it. ${fix}`],
+      ["dist/skills", `${join(dir, "dist/skills")} is a symbolic link; a build replaces the outDir folder, which would replace the link. Set \`outDir\` to the folder it points to.`],
+    ];
+    for (const [outDir, message] of refusals) {
+      const refused = await build({ cwd: dir, outDir }).then(() => undefined, (error: Error) => error.message);
+      expect(refused, outDir).toBe(message);
+    }
+    // A folder whose name the config's folder's name starts with is not a folder above it.
+    expect((await build({ cwd: dir, outDir: "../ap" })).written).toBe(true);
+  });
 });
