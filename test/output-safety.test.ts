@@ -601,6 +601,10 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
       await writeTree(unpaired, { "dist/.skills.lock": `${pid}\n`, [`dist/.skills.lock-${pid}-0000abcd`]: `${pid}\n` });
       await link(join(unpaired, "dist/.skills.lock"), join(unpaired, "dist/second-name"));
       expect((await build({ cwd: unpaired })).written).toBe(true);
+      const uncandidated = await project();
+      await writeTree(uncandidated, { "dist/.skills.lock": `${pid}\n` });
+      await link(join(uncandidated, "dist/.skills.lock"), join(uncandidated, "dist/second-name"));
+      expect((await build({ cwd: uncandidated })).written).toBe(true);
     } finally {
       running.kill();
     }
@@ -634,5 +638,31 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
     }
     // A folder whose name the config's folder's name starts with is not a folder above it.
     expect((await build({ cwd: dir, outDir: "../ap" })).written).toBe(true);
+  });
+
+  it("recovery removes staging and retired folders whatever process's id they bear (an id is reused); a build replaces an empty folder", async () => {
+    const running = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);
+    await new Promise((resolve) => running.once("spawn", resolve));
+    try {
+      const dir = await tempDir();
+      await writeTree(dir, { "skills/manifest.json": "bundle", [`.skills.tmp-${running.pid}-00000001/a`]: "", [`.skills.old-${running.pid}-00000002/a`]: "" });
+      await recoverInterruptedBuild(join(dir, "skills"));
+      expect(await readdir(dir)).toEqual(["skills"]);
+    } finally {
+      running.kill();
+    }
+    const empty = await project();
+    await mkdir(join(empty, "dist/skills"), { recursive: true });
+    expect((await build({ cwd: empty })).written).toBe(true);
+  });
+
+  it("a swap whose first rename fails throws that failure and moves nothing", async () => {
+    const dir = await tempDir();
+    // The retired folder's name is the outDir's and more: past the longest name a folder may hold.
+    const outDir = join(dir, "o".repeat(240));
+    await writeTree(dir, { [`${"o".repeat(240)}/manifest.json`]: "old", "staging/manifest.json": "new" });
+    expect(() => swapIn(join(dir, "staging"), outDir)).toThrow(expect.objectContaining({ code: "ENAMETOOLONG" }));
+    expect(await readFile(join(outDir, "manifest.json"), "utf8")).toBe("old");
+    expect(await readFile(join(dir, "staging/manifest.json"), "utf8")).toBe("new");
   });
 });
