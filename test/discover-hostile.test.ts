@@ -1,0 +1,326 @@
+import { execFileSync } from "node:child_process";
+import { lstatSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdir, truncate, writeFile } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { compile } from "../src/compile/compile.js";
+import { loadConfig } from "../src/compile/config.js";
+import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
+import { MAX_SKILL_FILE_BYTES } from "../src/compile/parse.js";
+import { skillMd, tempDir, writeTree } from "./helpers.js";
+
+// Discovery's guards against a hostile tree (links out of the root, loops, special files, swaps between its steps,
+// folders too large), walked in process and without time bounds: test/hostile-fs.test.ts makes the same attacks
+// through check() and the CLI, with time bounds.
+
+type Tree = Parameters<typeof writeTree>[1];
+
+/** A root `skills/` under a fresh folder, with `tree` (paths from that folder), walked with paths shown from it. */
+async function walked(tree: Tree, options: Parameters<typeof discoverRoot>[2] = {}) {
+  const base = await tempDir();
+  await writeTree(base, { "skills/good/SKILL.md": skillMd("good"), ...tree });
+  const listing = discoverRoot(join(base, "skills"), (path) => relative(base, path), options);
+  return { base, listing, found: listing.findings.map((finding) => [finding.code, finding.file]), skills: listing.skills.map((skill) => [skill.dir, skill.files]) };
+}
+
+describe("links out of the root are refused, and nothing behind them is listed", () => {
+  it("links to /etc, to /etc/passwd and /dev/null, to the home folder, to a parent, from deep inside and from inside a skill", async () => {
+    const { base, listing, found, skills } = await walked({
+      "skills/etc": { link: "/etc" },
+      "skills/passwd/SKILL.md": { link: "/etc/passwd" },
+      "skills/null/SKILL.md": { link: "/dev/null" },
+      "home/secret/SKILL.md": skillMd("secret"),
+      "outside/secret/SKILL.md": skillMd("outside"),
+      "skills/home": { link: "../home" },
+      "skills/up": { link: ".." },
+      "skills/deep/way/up": { link: "../../../outside" },
+      "skills/file/SKILL.md": { link: "../../outside/secret/SKILL.md" },
+      "skills/good/refs": { link: "../../outside" },
+      "skills/good/passwd.txt": { link: "/etc/passwd" },
+    });
+    expect(found).toEqual([
+      ["symlink-escape", "skills/deep/way/up"],
+      ["symlink-escape", "skills/etc"],
+      ["symlink-escape", "skills/file/SKILL.md"],
+      ["symlink-escape", "skills/good/passwd.txt"],
+      ["symlink-escape", "skills/good/refs"],
+      ["symlink-escape", "skills/home"],
+      ["symlink-escape", "skills/null/SKILL.md"],
+      ["symlink-escape", "skills/passwd/SKILL.md"],
+      ["symlink-escape", "skills/up"],
+    ]);
+    expect(listing.findings.find((finding) => finding.file === "skills/etc")!.message).toBe(`the link skills/etc resolves outside its root (to ${relative(base, "/etc")}); it is not followed`);
+    expect(skills).toEqual([["good", ["SKILL.md"]]]);
+    expect(listing.folders.every((folder) => folder.startsWith(join(base, "skills")))).toBe(true);
+  });
+
+  it("an ignored link out of the root, and a link in a dot entry's name, are neither followed nor reported", async () => {
+    const { found, skills, listing } = await walked({
+      "outside/leak/SKILL.md": skillMd("leak"),
+      "outside/leak.md": "outside",
+      "skills/.gitignore": "leak\nbad-*\n",
+      "skills/leak": { link: "../outside/leak" },
+      "skills/.leak": { link: "../outside/leak" },
+      "skills/good/leak": { link: "../../outside/leak" },
+      "skills/good/bad-file.md": { link: "../../outside/leak.md" },
+      "skills/good/.leak.md": { link: "../../outside/leak.md" },
+    });
+    expect(found).toEqual([]);
+    expect(skills).toEqual([["good", ["SKILL.md"]]]);
+    expect(listing.folders).toHaveLength(2); // the root and good/
+  });
+
+  it("a link to the root itself is inside it: walked once, not reported", async () => {
+    const { found, skills, listing } = await walked({ "skills/again": { link: "." }, "skills/good/root": { link: ".." } });
+    expect(found).toEqual([]);
+    expect(skills).toEqual([["good", ["SKILL.md"]]]);
+    expect(listing.folders).toHaveLength(2);
+  });
+});
+
+describe("loops, chains and lattices of links end", () => {
+  it("a link back to the root, a self link and a chain longer than the system follows", async () => {
+    const chain: Tree = {};
+    for (let i = 0; i < 45; i++) chain[`skills/chain/l${i}`] = { link: `l${i + 1}` };
+    const { listing, skills } = await walked({
+      ...chain,
+      "skills/chain/l45": { link: "../target" },
+      "skills/target/notes.md": "a folder, not a skill",
+      "skills/chain-skill/SKILL.md": { link: "../chain/l0/SKILL.md" },
+      "skills/loop/back": { link: ".." },
+      "skills/loop/self": { link: "self" },
+      "skills/self-skill/SKILL.md": { link: "SKILL.md" },
+      "skills/short/via": { link: "../chain/l40" },
+    });
+    expect(skills).toEqual([["good", ["SKILL.md"]]]);
+    expect(listing.findings.map((finding) => finding.message)).toEqual([
+      "skills/chain-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill",
+      "skills/self-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill",
+    ]);
+  });
+
+  it("a lattice of links (two to the next folder, 10 levels) lists each real folder once, at the first path in path order", async () => {
+    const tree: Tree = { "skills/d10/leaf/SKILL.md": skillMd("leaf") };
+    for (let level = 0; level < 10; level++) {
+      tree[`skills/d${level}/a`] = { link: `../d${level + 1}` };
+      tree[`skills/d${level}/b`] = { link: `../d${level + 1}` };
+    }
+    const { base, listing, skills } = await walked(tree);
+    expect(skills).toEqual([
+      ["d0/a/a/a/a/a/a/a/a/a/a/leaf", ["SKILL.md"]],
+      ["good", ["SKILL.md"]],
+    ]);
+    // The root, d0, d1…d10 through d0/a/a/…, leaf, and good: each once.
+    expect(listing.folders.map((folder) => folder.slice(base.length + 1))).toEqual([
+      "skills",
+      "skills/d0",
+      ...Array.from({ length: 10 }, (_, level) => `skills/d0${"/a".repeat(level + 1)}`),
+      "skills/d0/a/a/a/a/a/a/a/a/a/a/leaf",
+      "skills/good",
+    ]);
+  });
+});
+
+describe("a skill folder's limits", () => {
+  /** A skill folder holding SKILL.md, `d/` with 100 files and 98 links to `d/`: 1 + 99 × 101 = 10,000 entries. */
+  async function wide(extra: Tree = {}) {
+    const tree: Tree = { "skills/wide/SKILL.md": skillMd("wide"), ...extra };
+    for (let file = 0; file < 100; file++) tree[`skills/wide/d/f${String(file).padStart(3, "0")}.md`] = "x";
+    for (let link = 0; link < 98; link++) tree[`skills/wide/l${String(link).padStart(2, "0")}`] = { link: "d" };
+    return walked(tree);
+  }
+
+  it(`${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} entries (each path links lead to counted) are listed whole`, async () => {
+    const { listing } = await wide();
+    expect(listing.findings).toEqual([]);
+    expect(listing.skills.find((skill) => skill.dir === "wide")!.files).toHaveLength(1 + 99 * 100);
+  });
+
+  it("one more is skill-folder-too-large, the last in path order left out", async () => {
+    const { listing } = await wide({ "skills/wide/z.md": "one too many" });
+    expect(listing.findings).toEqual([
+      expect.objectContaining({
+        code: "skill-folder-too-large",
+        file: "skills/wide/SKILL.md",
+        message: "the skill folder skills/wide holds more than 10,000 files and folders (counting each path its links lead to); the rest are left out of its file list",
+      }),
+    ]);
+    const files = listing.skills.find((skill) => skill.dir === "wide")!.files;
+    expect(files).toHaveLength(1 + 99 * 100);
+    expect(files).not.toContain("z.md");
+  });
+
+  it(`files totalling ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB are kept, SKILL.md counted once; past it the rest are left out (sparse files: only stat'ed)`, async () => {
+    const skill = skillMd("big");
+    const base = await tempDir();
+    await writeTree(base, { "skills/big/SKILL.md": skill, "skills/big/b.bin": "1", "skills/big/c.bin": { link: "a.bin" }, "skills/big/0.md": "" });
+    await writeFile(join(base, "skills/big/a.bin"), "");
+    await truncate(join(base, "skills/big/a.bin"), MAX_SKILL_FOLDER_BYTES - Buffer.byteLength(skill));
+    const listing = discoverRoot(join(base, "skills"), (path) => path.slice(base.length + 1));
+    const big = listing.skills[0]!;
+    expect(big.files).toEqual(["0.md", "SKILL.md", "a.bin"]);
+    expect([...big.identities.keys()].sort()).toEqual(["0.md", "SKILL.md", "a.bin"]);
+    expect(listing.findings).toEqual([
+      expect.objectContaining({
+        code: "skill-files-too-large",
+        file: "skills/big/SKILL.md",
+        message: "the files of the skill folder skills/big total more than 64 MiB (counting each path its links lead to); 2 of 5, the last in path order, are left out of its file list",
+      }),
+    ]);
+  });
+});
+
+describe("SKILL.md and a skill's files that are not regular files", () => {
+  it("a folder, a FIFO and a link to nothing named SKILL.md: each reported, the walk goes on below the folder", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "skills/good/SKILL.md": skillMd("good"), "skills/folder/SKILL.md/inner/SKILL.md": skillMd("inner"), "skills/dangling/SKILL.md": { link: "missing.md" } });
+    await mkdir(join(base, "skills/fifo"));
+    execFileSync("mkfifo", [join(base, "skills/fifo/SKILL.md")]);
+    const listing = discoverRoot(join(base, "skills"), (path) => path.slice(base.length + 1));
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([
+      ["folder/SKILL.md/inner", ["SKILL.md"]],
+      ["good", ["SKILL.md"]],
+    ]);
+    expect(listing.findings.map((finding) => finding.message)).toEqual([
+      "skills/dangling/SKILL.md is a link to nothing, not a file; the folder is not a skill",
+      "skills/fifo/SKILL.md is a FIFO, not a file; the folder is not a skill",
+      "skills/folder/SKILL.md is a folder, not a file; the folder is not a skill",
+    ]);
+  });
+
+  it("a FIFO among a skill's files, or a link to one: reported and left out unless ignored", async () => {
+    const base = await tempDir();
+    await writeTree(base, {
+      "skills/piped/SKILL.md": skillMd("piped"),
+      "skills/piped/.gitignore": "quiet*\n",
+      "skills/piped/guide.md": "# Guide\n",
+      "skills/piped/to-fifo": { link: "fifo" },
+      "skills/piped/quiet-link": { link: "fifo" },
+    });
+    execFileSync("mkfifo", [join(base, "skills/piped/fifo"), join(base, "skills/piped/quiet-fifo")]);
+    const listing = discoverRoot(join(base, "skills"), (path) => path.slice(base.length + 1));
+    expect(listing.findings.map((finding) => finding.message)).toEqual([
+      "skills/piped/fifo is a FIFO, not a regular file; it is left out of the skill's files",
+      "skills/piped/to-fifo is a link to something that is a FIFO, not a regular file; it is left out of the skill's files",
+    ]);
+    expect(listing.skills[0]!.files).toEqual(["SKILL.md", "guide.md"]);
+  });
+
+  it("a folder whose name is not UTF-8 is reported, the rest walked", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "skills/good/SKILL.md": skillMd("good") });
+    const bad = Buffer.concat([Buffer.from(join(base, "skills", "bad")), Buffer.from([0xff])]);
+    mkdirSync(bad);
+    writeFileSync(Buffer.concat([bad, Buffer.from("/SKILL.md")]), skillMd("bad"));
+    const listing = discoverRoot(join(base, "skills"), (path) => path.slice(base.length + 1));
+    expect(listing.findings.map((finding) => [finding.code, finding.message])).toEqual([
+      ["path-unreadable", "the folder skills/bad\uFFFD has a name that is not valid UTF-8 (rename it); skills below it are left out"],
+    ]);
+    expect(listing.skills.map((skill) => skill.dir)).toEqual(["good"]);
+  });
+});
+
+describe("files swapped between discovery's steps", () => {
+  it("a file listed, then swapped before it is stat'ed (for a link out, a folder): path-changed, never taken", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "outside/SKILL.md": skillMd("outside"), "skills/swapped/SKILL.md": skillMd("swapped"), "skills/good/SKILL.md": skillMd("good"), "skills/good/notes.md": "notes" });
+    // Each listing as readdir gave it, and then the swap: what a tree changing under the walk does.
+    const list = (dir: string) => {
+      const entries = readFolder(dir);
+      if (dir.endsWith("swapped")) {
+        rmSync(join(dir, "SKILL.md"));
+        symlinkSync(join(base, "outside/SKILL.md"), join(dir, "SKILL.md"));
+      }
+      if (dir.endsWith("good")) {
+        rmSync(join(dir, "notes.md"));
+        mkdirSync(join(dir, "notes.md"));
+      }
+      return entries;
+    };
+    const listing = discoverRoot(join(base, "skills"), (path) => path.slice(base.length + 1), { list });
+    expect(listing.findings.map((finding) => [finding.code, finding.message])).toEqual([
+      ["path-changed", "skills/good/notes.md is no longer the file found inside the root (it was replaced after discovery); it is not read, and it is left out of the skill's files"],
+      ["path-changed", "skills/swapped/SKILL.md is no longer the file found inside the root (it was replaced after discovery); it is not read, and the folder is not a skill"],
+    ]);
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([["good", ["SKILL.md"]]]);
+  });
+
+  it("a SKILL.md swapped for a link out of the root after discovery: path-changed, the target never read", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/good/SKILL.md": skillMd("good"),
+      "skills/swapped/SKILL.md": skillMd("swapped"),
+      "outside/SKILL.md": skillMd("swapped", "SENTINEL-OUTSIDE-THE-ROOT"),
+    });
+    const swapped = join(dir, "skills/swapped/SKILL.md");
+    const result = await compile(await loadConfig(undefined, dir), {
+      afterDiscovery: () => {
+        rmSync(swapped);
+        symlinkSync(join(dir, "outside/SKILL.md"), swapped);
+      },
+    });
+    expect(result.diagnostics.map((diagnostic) => [diagnostic.code, diagnostic.file])).toEqual([["path-changed", "skills/swapped/SKILL.md"]]);
+    expect(result.agents[0]!.skills.map((skill) => skill.name)).toEqual(["good"]);
+    expect(JSON.stringify(result)).not.toContain("SENTINEL");
+  });
+
+  it("readSkillBytes: the file found, or a finding for one swapped, replaced by a folder or a FIFO, or gone", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "SKILL.md");
+    writeFileSync(file, "one\n");
+    const found = lstatSync(file, { bigint: true });
+    const read = readSkillBytes(file, found);
+    expect("bytes" in read && [Buffer.from(read.bytes).toString(), read.stats.ino]).toEqual(["one\n", found.ino]);
+    // Another file at the same path: not the one found.
+    writeFileSync(join(dir, "other"), "two\n");
+    rmSync(file);
+    symlinkSync(join(dir, "other"), file);
+    expect(readSkillBytes(file, found)).toMatchObject({ code: "path-changed", message: "SKILL.md is no longer the file found inside the root (it was replaced after discovery); it is not read, and the skill is left out" });
+    mkdirSync(join(dir, "now-a-folder"));
+    execFileSync("mkfifo", [join(dir, "now-a-fifo")]);
+    expect(readSkillBytes(join(dir, "now-a-folder"), found)).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
+    expect(readSkillBytes(join(dir, "now-a-fifo"), found)).toMatchObject({ code: "path-unreadable", message: "SKILL.md is not a regular file; the skill is left out" });
+    expect(readSkillBytes(join(dir, "gone"), found)).toMatchObject({ code: "path-unreadable", message: "SKILL.md does not exist; the skill is left out" });
+  });
+
+  it("readSkillBytes reads a file whole up to the size limit, and one byte past it of a larger file", async () => {
+    const dir = await tempDir();
+    for (const size of [0, MAX_SKILL_FILE_BYTES, MAX_SKILL_FILE_BYTES + 1, 3 * MAX_SKILL_FILE_BYTES]) {
+      const file = join(dir, `f${size}`);
+      const bytes = Buffer.alloc(size, size % 251);
+      writeFileSync(file, bytes);
+      const read = readSkillBytes(file, lstatSync(file, { bigint: true }));
+      if (!("bytes" in read)) throw new Error(read.message);
+      expect(Buffer.from(read.bytes).equals(bytes.subarray(0, MAX_SKILL_FILE_BYTES + 1))).toBe(true);
+      expect(read.stats.size).toBe(BigInt(size));
+    }
+  });
+});
+
+describe("stats taken earlier in the build", () => {
+  it("a file's stats taken earlier are its identity, used once; a file without them is stat'ed", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/notes.md": "notes" });
+    const notes = join(base, "skills/pdf/notes.md");
+    const earlier = lstatSync(notes, { bigint: true });
+    await writeFile(notes, "notes, edited since");
+    const filesTaken = new Map<string, TakenStats>([[notes, earlier]]);
+    const listing = discoverRoot(join(base, "skills"), (path) => path, { filesTaken });
+    const identities = listing.skills[0]!.identities;
+    expect(identities.get("notes.md")!.size).toBe(earlier.size);
+    expect(identities.get("SKILL.md")!.size).toBe(BigInt(skillMd("pdf").length));
+    expect(filesTaken.size).toBe(0);
+  });
+
+});
+
+describe("roots", () => {
+  it("a root given with a trailing separator names its files without a doubled one", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "skills/pdf/SKILL.md": skillMd("pdf") });
+    const listing = discoverRoot(`${join(base, "skills")}/`, (path) => path);
+    expect(listing.skills.map((skill) => skill.file)).toEqual([join(base, "skills/pdf/SKILL.md")]);
+    expect(listing.folders).toEqual([`${join(base, "skills")}/`, join(base, "skills/pdf")]);
+  });
+});
