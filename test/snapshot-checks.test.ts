@@ -1,0 +1,165 @@
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { build } from "../src/api.js";
+import { writeCacheFile } from "../src/compile/cache-file.js";
+import { loadConfig } from "../src/compile/config.js";
+import type { StatsTaken } from "../src/compile/discover.js";
+import { unchangedCompilation } from "../src/compile/snapshot.js";
+import { skillMd, tempDir, writeTree } from "./helpers.js";
+
+// What the "nothing changed" shortcut (src/compile/snapshot.ts) checks before it answers with the last build, called
+// in process on real folders: cache files whose header is valid but whose contents are not what a build writes (a
+// pull request can commit any file), and what of the config and the roots the shortcut's key must tell.
+
+const CACHE = "node_modules/.cache/skillbake/skills.config.json";
+/** Longer than the build cache's racy window: files older than this get a signature. */
+const SETTLE_MS = 2100;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
+const taken = (): StatsTaken => ({ folders: new Map(), files: new Map() });
+
+/** A cache file's header key and payload. */
+function cacheFile(file: string): { key: string; payload: Record<string, unknown> } {
+  const text = readFileSync(file, "utf8");
+  const newline = text.indexOf("\n");
+  return { key: (JSON.parse(text.slice(0, newline)) as { key: string }).key, payload: JSON.parse(text.slice(newline + 1)) as Record<string, unknown> };
+}
+
+describe("cache files with a valid header and contents no build writes", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+      "skills/beta/SKILL.md": skillMd("beta"),
+      "skills/beta/notes.md": { link: "../alpha/notes.md" },
+      "skills/alpha/notes.md": "notes",
+    });
+    await settle();
+    expect((await build({ cwd: dir })).written).toBe(true);
+  }, 20_000);
+
+  /**
+   * The shortcut's answer with `file` holding `payload` (under its own key), and the stats it took; the file as the
+   * build wrote it after.
+   */
+  async function answerWith(file: string, payload: unknown) {
+    const path = join(dir, file);
+    const original = readFileSync(path);
+    writeCacheFile(path, 1, cacheFile(path).key, JSON.stringify(payload));
+    const stats = taken();
+    try {
+      return { answer: unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), stats), stats };
+    } finally {
+      await writeFile(path, original);
+    }
+  }
+
+  it("the files as the build wrote them are used (what the cases below take apart), a link to a file signed by that file", async () => {
+    const answer = unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken());
+    expect(answer?.compilation.agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta"]);
+    expect(answer?.folders).toBe(3);
+  });
+
+  it("a result file that is missing", async () => {
+    const result = join(dir, `${CACHE}.result.json`);
+    const original = readFileSync(result);
+    await rm(result);
+    try {
+      expect(unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken())).toBeUndefined();
+    } finally {
+      await writeFile(result, original);
+    }
+  });
+
+  it("an inputs file naming a file or a folder that is not there: no stats taken", async () => {
+    const { payload } = cacheFile(join(dir, `${CACHE}.inputs.json`));
+    for (const line of ["f\tskills/gone.md\t1:2:3:4:5", "d\tskills/gone\t1:2:3:4:5"]) {
+      const { answer, stats } = await answerWith(`${CACHE}.inputs.json`, { ...payload, inputs: line });
+      expect(answer).toBeUndefined();
+      expect([stats.folders.size, stats.files.size]).toEqual([0, 0]);
+    }
+  });
+
+  it("a bundle's fingerprint that is not text, even with a result file written for it", async () => {
+    const inputs = cacheFile(join(dir, `${CACHE}.inputs.json`)).payload as { bundle: Record<string, unknown> };
+    const result = cacheFile(join(dir, `${CACHE}.result.json`));
+    const fingerprint = inputs.bundle.fingerprint as string;
+    const original = readFileSync(join(dir, `${CACHE}.result.json`));
+    // The result file under the key such a fingerprint would give, then the inputs file naming it.
+    writeCacheFile(join(dir, `${CACHE}.result.json`), 1, result.key.replace(`:${fingerprint}`, ":5"), JSON.stringify(result.payload));
+    try {
+      expect((await answerWith(`${CACHE}.inputs.json`, { ...inputs, bundle: { ...inputs.bundle, fingerprint: 5 } })).answer).toBeUndefined();
+    } finally {
+      await writeFile(join(dir, `${CACHE}.result.json`), original);
+    }
+  });
+
+  it("an inputs file without its inputs as text, without a bundle's fingerprint, or with a line of one field", async () => {
+    const { payload } = cacheFile(join(dir, `${CACHE}.inputs.json`));
+    const { inputs, bundle } = payload as { inputs: string; bundle: Record<string, unknown> };
+    for (const tampered of [{ bundle }, { inputs: 5, bundle }, { inputs }, { inputs, bundle: null }, { inputs, bundle: { ...bundle, fingerprint: 5 } }, { inputs: `${inputs}\nstray`, bundle }]) {
+      expect((await answerWith(`${CACHE}.inputs.json`, tampered)).answer).toBeUndefined();
+    }
+    expect((await answerWith(`${CACHE}.inputs.json`, payload)).answer).toBeDefined();
+  });
+
+  it("a result file whose agents, count, diagnostics or inputs are not what a build writes", async () => {
+    const { payload } = cacheFile(join(dir, `${CACHE}.result.json`));
+    const inputs = payload.inputs as Record<string, unknown>;
+    for (const tampered of [
+      { ...payload, agents: {} },
+      { ...payload, skillsChecked: "2" },
+      { ...payload, diagnostics: {} },
+      { ...payload, inputs: null },
+      { ...payload, inputs: { ...inputs, folders: {} } },
+      { ...payload, inputs: { ...inputs, files: {} } },
+    ]) {
+      expect((await answerWith(`${CACHE}.result.json`, tampered)).answer).toBeUndefined();
+    }
+    expect((await answerWith(`${CACHE}.result.json`, payload)).answer).toBeDefined();
+  });
+});
+
+describe("what the shortcut's key tells", () => {
+  const projects: string[] = [];
+  beforeAll(async () => {
+    // An optional root that is a file; a config with an empty `context` list; two agents, one with `context` globs.
+    for (const config of [
+      { agents: { main: { skills: [{ root: "skills" }, { root: "later", optional: true }] } } },
+      { agents: { main: { skills: [{ root: "skills" }], context: [] } } },
+      { agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "skills" }], context: ["*.md"] } } },
+    ]) {
+      const dir = await tempDir();
+      await writeTree(dir, { "skills.config.json": JSON.stringify(config), "skills/alpha/SKILL.md": skillMd("alpha"), later: "a file, for now" });
+      projects.push(dir);
+    }
+    await settle();
+    for (const dir of projects) expect((await build({ cwd: dir })).written).toBe(true);
+  }, 20_000);
+
+  it("an optional root that was a file and is a folder now is walked", async () => {
+    const dir = projects[0]!;
+    expect(existsSync(join(dir, `${CACHE}.inputs.json`))).toBe(true);
+    await rm(join(dir, "later"));
+    await mkdir(join(dir, "later/zeta"), { recursive: true });
+    await writeFile(join(dir, "later/zeta/SKILL.md"), skillMd("zeta"));
+    const after = await build({ cwd: dir });
+    expect(after.written).toBe(true);
+    expect(after.agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "zeta"]);
+  });
+
+  it("an empty `context` list matches nothing: the last build is kept and used", async () => {
+    const dir = projects[1]!;
+    expect(existsSync(join(dir, `${CACHE}.inputs.json`))).toBe(true);
+    expect((await build({ cwd: dir })).cache.parsed).toBe(0);
+  });
+
+  it("one agent's `context` globs keep nothing, though another agent has none", async () => {
+    const dir = projects[2]!;
+    expect(existsSync(join(dir, `${CACHE}.inputs.json`))).toBe(false);
+  });
+});
