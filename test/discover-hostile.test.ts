@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { lstatSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdir, truncate, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -7,6 +7,7 @@ import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
 import { MAX_SKILL_FILE_BYTES } from "../src/compile/parse.js";
+import { fileStatsOf } from "../src/compile/resources.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 // Discovery's guards against a hostile tree (links out of the root, loops, special files, swaps between its steps,
@@ -49,7 +50,12 @@ describe("links out of the root are refused, and nothing behind them is listed",
       ["symlink-escape", "skills/passwd/SKILL.md"],
       ["symlink-escape", "skills/up"],
     ]);
-    expect(listing.findings.find((finding) => finding.file === "skills/etc")!.message).toBe(`the link skills/etc resolves outside its root (to ${relative(base, "/etc")}); it is not followed`);
+    expect(listing.findings.find((finding) => finding.file === "skills/etc")).toEqual({
+      code: "symlink-escape",
+      file: "skills/etc",
+      message: `the link skills/etc resolves outside its root (to ${relative(base, "/etc")}); it is not followed`,
+      hint: "Copy the skill into the root, or add the link's target as a source of its own in the config.",
+    });
     expect(skills).toEqual([["good", ["SKILL.md"]]]);
     expect(listing.folders.every((folder) => folder.startsWith(join(base, "skills")))).toBe(true);
   });
@@ -143,6 +149,7 @@ describe("a skill folder's limits", () => {
         code: "skill-folder-too-large",
         file: "skills/wide/SKILL.md",
         message: "the skill folder skills/wide holds more than 10,000 files and folders (counting each path its links lead to); the rest are left out of its file list",
+        hint: "Move large material out of the skill folder, or remove links that lead to the same folders many times over.",
       }),
     ]);
     const files = listing.skills.find((skill) => skill.dir === "wide")!.files;
@@ -165,6 +172,7 @@ describe("a skill folder's limits", () => {
         code: "skill-files-too-large",
         file: "skills/big/SKILL.md",
         message: "the files of the skill folder skills/big total more than 64 MiB (counting each path its links lead to); 2 of 5, the last in path order, are left out of its file list",
+        hint: "Keep large data, models and media out of the skill folder (its files are hashed for the manifest and copied with `stage`), or remove links that lead to the same file many times over.",
       }),
     ]);
   });
@@ -322,5 +330,217 @@ describe("roots", () => {
     const listing = discoverRoot(`${join(base, "skills")}/`, (path) => path);
     expect(listing.skills.map((skill) => skill.file)).toEqual([join(base, "skills/pdf/SKILL.md")]);
     expect(listing.folders).toEqual([`${join(base, "skills")}/`, join(base, "skills/pdf")]);
+  });
+});
+
+describe("the walk's result does not depend on the order a listing gives", () => {
+  /** Each listing reversed: the build cache's copy of a listing, like readdir, comes in any order. */
+  const reversed = (dir: string) => readFolder(dir).reverse();
+  const same = (listing: ReturnType<typeof discoverRoot>) => JSON.stringify({ ...listing, ignoreFiles: [...listing.ignoreFiles.keys()], skills: listing.skills.map((skill) => ({ ...skill, identities: [...skill.identities.keys()] })) });
+
+  it("a lattice, skills reached twice, hidden ones and enclosed ones, links to a SKILL.md", async () => {
+    const tree: Tree = {
+      "skills/d3/leaf/SKILL.md": skillMd("leaf"),
+      "skills/y/SKILL.md": skillMd("y"),
+      "skills/z/SKILL.md": { link: "../y/SKILL.md" },
+      "skills/.b/s/SKILL.md": skillMd("s"),
+      "skills/.a/.z/t/SKILL.md": { link: "../../../.b/s/SKILL.md" },
+      "skills/.store/shared/SKILL.md": skillMd("shared"),
+      "skills/shared/SKILL.md": { link: "../.store/shared/SKILL.md" },
+      "skills/.x/skill/SKILL.md": skillMd("x"),
+      "skills/.x/skill/sub/SKILL.md": skillMd("x-sub"),
+      "skills/a/SKILL.md": skillMd("a"),
+      "skills/a/sub/SKILL.md": skillMd("a-sub"),
+      "skills/a/other": { link: "../y" },
+      "skills/a/sub/refs/c.md": "c",
+      "skills/a/sub/refs/b.md": "b",
+    };
+    for (let level = 0; level < 3; level++) {
+      tree[`skills/d${level}/b`] = { link: `../d${level + 1}` };
+      tree[`skills/d${level}/a`] = { link: `../d${level + 1}` };
+    }
+    const { base, listing } = await walked(tree);
+    const show = (path: string) => relative(base, path);
+    expect(listing.skills.map((skill) => [skill.dir, skill.hidden ?? false])).toEqual([
+      [".a/.z/t", true], // the same SKILL.md as .b/s: the first in path order
+      [".x/skill", true],
+      ["a", false],
+      ["d0/a/a/a/leaf", false],
+      ["good", false],
+      ["shared", false], // not .store/shared: a file reached outside dot folders is the skill found there
+      ["y", false], // not z, which links to y's SKILL.md
+    ]);
+    // y's SKILL.md is a skill: a's link to y holds no enclosed SKILL.md.
+    expect(listing.enclosed.map((entry) => [entry.dir, entry.within, show(entry.file), show(entry.realFile)])).toEqual([
+      [".x/skill/sub", ".x/skill", "skills/.x/skill/sub/SKILL.md", "skills/.x/skill/sub/SKILL.md"],
+      ["a/sub", "a", "skills/a/sub/SKILL.md", "skills/a/sub/SKILL.md"],
+    ]);
+    expect(listing.skills.find((skill) => skill.dir === "a")!.files).toEqual(["SKILL.md", "other/SKILL.md", "sub/SKILL.md", "sub/refs/b.md", "sub/refs/c.md"]);
+    expect(same(discoverRoot(join(base, "skills"), show, { list: reversed }))).toBe(same(listing));
+  });
+
+  it("over the entry limit and over the byte limit, the same files are left out", async () => {
+    const tree: Tree = { "skills/wide/SKILL.md": skillMd("wide"), "skills/wide/z.md": "one too many" };
+    for (let file = 0; file < 100; file++) tree[`skills/wide/d/f${String(file).padStart(3, "0")}.md`] = "x";
+    for (let link = 0; link < 98; link++) tree[`skills/wide/l${String(link).padStart(2, "0")}`] = { link: "d" };
+    const { base, listing } = await walked({ ...tree, "skills/big/SKILL.md": skillMd("big"), "skills/big/a.bin": "", "skills/big/b.bin": "" });
+    expect(listing.skills.find((skill) => skill.dir === "wide")!.files).not.toContain("z.md");
+    await truncate(join(base, "skills/big/a.bin"), MAX_SKILL_FOLDER_BYTES / 2);
+    await truncate(join(base, "skills/big/b.bin"), MAX_SKILL_FOLDER_BYTES / 2);
+    const sorted = discoverRoot(join(base, "skills"), (path) => relative(base, path));
+    expect(sorted.skills.find((skill) => skill.dir === "big")!.files).toEqual(["SKILL.md", "a.bin"]);
+    expect(same(discoverRoot(join(base, "skills"), (path) => relative(base, path), { list: reversed }))).toBe(same(sorted));
+  });
+});
+
+describe("ignore rules at each kind of entry", () => {
+  it("folder-only patterns: never a SKILL.md file, a FIFO or a link to a file; always a folder, a dot folder, a link to a folder", async () => {
+    const base = await tempDir();
+    await writeTree(base, {
+      "skills/.gitignore": "SKILL.md/\nfifo/\nto-fifo/\n.curated/\n.private/\ndrafts/\nlinked/\nbuild/\n",
+      "skills/good/SKILL.md": skillMd("good"),
+      "skills/good/sub/SKILL.md": skillMd("sub"),
+      "skills/good/to-fifo": { link: "fifo" },
+      "skills/good/build/out": { link: "../../../outside" },
+      "skills/good/.private/notes/SKILL.md": skillMd("notes"),
+      "skills/.curated/hidden/SKILL.md": skillMd("hidden"),
+      "skills/drafts/idea/SKILL.md": skillMd("idea"),
+      "skills/drafts/out": { link: "../../outside" },
+      "skills/linked": { link: "real" },
+      "skills/real/x/SKILL.md": skillMd("x"),
+      "outside/SKILL.md": skillMd("outside"),
+    });
+    execFileSync("mkfifo", [join(base, "skills/good/fifo")]);
+    const listing = discoverRoot(join(base, "skills"), (path) => relative(base, path));
+    expect(listing.skills.map((skill) => skill.dir)).toEqual(["good", "real/x"]);
+    expect(listing.enclosed.map((entry) => entry.dir)).toEqual(["good/sub"]);
+    expect(listing.findings.map((finding) => finding.file)).toEqual(["skills/good/fifo", "skills/good/to-fifo"]);
+    // Ignored folders are not listed: a link out of the root inside one is not reported.
+    expect(listing.folders.map((folder) => relative(base, folder))).toEqual(["skills", "skills/good", "skills/good/sub", "skills/real", "skills/real/x"]);
+  });
+
+  it("a .gitignore that is a link is not read, as git does not read one", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "outside/rules": "secret/\n", "skills/.gitignore": { link: "../outside/rules" }, "skills/README.md": "a file beside it", "skills/secret/SKILL.md": skillMd("secret") });
+    const listing = discoverRoot(join(base, "skills"), (path) => relative(base, path));
+    expect(listing.skills.map((skill) => skill.dir)).toEqual(["secret"]);
+    expect(listing.ignoreFiles.size).toBe(0);
+  });
+
+  it("each .gitignore read is recorded with its file's stats", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "skills/.gitignore": "drafts/\n", "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/.gitignore": "*.log\n" });
+    const listing = discoverRoot(join(base, "skills"), (path) => path);
+    const files = [join(base, "skills/.gitignore"), join(base, "skills/pdf/.gitignore")];
+    expect([...listing.ignoreFiles]).toEqual(files.map((file) => [file, fileStatsOf(lstatSync(file, { bigint: true }))]));
+  });
+});
+
+describe("what a walk refuses or cannot read", () => {
+  it("a root that does not exist, whose name is too long, or that is a file: nothing else in the listing", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "notes.md": "a file" });
+    const empty = { skills: [], enclosed: [], findings: [], folders: [], ignoreFiles: new Map() };
+    for (const [root, reason] of [
+      [join(base, "nope"), "does not exist"],
+      [join(base, "x".repeat(5000)), "does not exist"],
+    ] as const) {
+      expect(discoverRoot(root, () => "root")).toEqual({ root, ...empty, unusable: { code: "root-missing", reason } });
+    }
+    const file = join(base, "notes.md");
+    expect(discoverRoot(file, () => "notes.md")).toEqual({ root: file, ...empty, unusable: { code: "root-not-folder", reason: "is a file, not a folder" } });
+  });
+
+  it("a SKILL.md link out of the root refuses its folder: nothing below it is walked", async () => {
+    const { found, skills } = await walked({ "outside/SKILL.md": skillMd("outside"), "skills/leaky/SKILL.md": { link: "../../outside/SKILL.md" }, "skills/leaky/inner/SKILL.md": skillMd("inner") });
+    expect(found).toEqual([["symlink-escape", "skills/leaky/SKILL.md"]]);
+    expect(skills).toEqual([["good", ["SKILL.md"]]]);
+  });
+
+  it("a SKILL.md that is a link to another file inside the root: that file is the skill's", async () => {
+    const { base, listing } = await walked({ "skills/notes/main.md": skillMd("linked"), "skills/linked/SKILL.md": { link: "../notes/main.md" } });
+    expect(listing.skills.map((skill) => [skill.dir, relative(base, skill.realFile)])).toEqual([
+      ["good", "skills/good/SKILL.md"],
+      ["linked", "skills/notes/main.md"],
+    ]);
+    expect(listing.findings).toEqual([]);
+  });
+
+  it("inside a skill: a broken link, a link to its own subfolder, a SKILL.md link to nothing, a hidden skill's link to the root", async () => {
+    const { base, listing, found } = await walked({
+      "skills/pdf/SKILL.md": skillMd("pdf"),
+      "skills/pdf/broken": { link: "nowhere" },
+      "skills/pdf/refs/again": { link: "." },
+      "skills/pdf/refs/a.md": "a",
+      "skills/pdf/draft/SKILL.md": { link: "missing.md" },
+      "skills/pdf/.private/notes/SKILL.md": skillMd("notes"),
+      "skills/pdf/.private/notes/up": { link: "../../.." },
+    });
+    expect(found).toEqual([]);
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([
+      ["good", ["SKILL.md"]],
+      ["pdf", ["SKILL.md", "refs/a.md"]],
+      ["pdf/.private/notes", ["SKILL.md"]],
+    ]);
+    const draft = join(base, "skills/pdf/draft/SKILL.md");
+    expect(listing.enclosed).toEqual([{ file: draft, realFile: draft, dir: "pdf/draft", within: "pdf", hidden: false }]);
+  });
+
+  it("with `nested`, a skill inside a skill's folder is listed once", async () => {
+    const { listing } = await walked({ "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/forms/SKILL.md": skillMd("forms"), "skills/pdf/forms/guide.md": "guide" }, { nested: true });
+    expect(new Set(listing.folders).size).toBe(listing.folders.length);
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([
+      ["good", ["SKILL.md"]],
+      ["pdf", ["SKILL.md"]],
+      ["pdf/forms", ["SKILL.md", "guide.md"]],
+    ]);
+  });
+
+  it("a folder that cannot be listed, or a file gone before it is stat'ed: path-unreadable, the rest walked", async () => {
+    const base = await tempDir();
+    await writeTree(base, {
+      "skills/locked/inner/SKILL.md": skillMd("inner"),
+      "skills/pdf/SKILL.md": skillMd("pdf"),
+      "skills/pdf/locked/a.md": "a",
+      "skills/pdf/gone.md": "gone",
+      "skills/pdf/.gitignore": "*.log\n",
+    });
+    const list = (dir: string) => {
+      if (dir.endsWith("locked")) throw new Error("no listing here");
+      const entries = readFolder(dir);
+      if (dir.endsWith("pdf")) rmSync(join(dir, "gone.md"));
+      if (dir.endsWith("pdf")) rmSync(join(dir, ".gitignore"));
+      return entries;
+    };
+    const listing = discoverRoot(join(base, "skills"), (path) => relative(base, path), { list });
+    expect(listing.findings.map((finding) => [finding.code, finding.message])).toEqual([
+      ["path-unreadable", "the folder skills/locked cannot be read (no listing here); skills below it are left out"],
+      ["path-unreadable", "skills/pdf/gone.md does not exist; it is left out of the skill's files"],
+      ["path-unreadable", "the folder skills/pdf/locked cannot be read (no listing here); its files are left out of the skill"],
+    ]);
+    expect(listing.findings.map((finding) => finding.file)).toEqual(["skills/locked", "skills/pdf/gone.md", "skills/pdf/locked"]);
+    expect(listing.skills.map((skill) => [skill.dir, skill.files])).toEqual([["pdf", ["SKILL.md"]]]);
+  });
+
+  it.skipIf(!existsSync("/proc/self/fd"))("every file a walk and a read open is closed, whether it was read or not", async () => {
+    const base = await tempDir();
+    await writeTree(base, { "skills/.gitignore": "drafts/\n", "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/.gitignore": "*.log\n" });
+    const open = () => readdirSync("/proc/self/fd").length;
+    const before = open();
+    for (let round = 0; round < 20; round++) {
+      const listing = discoverRoot(join(base, "skills"), (path) => path);
+      const file = join(base, "skills/pdf/SKILL.md");
+      expect("bytes" in readSkillBytes(file, listing.skills[0]!.identities.get("SKILL.md")!)).toBe(true);
+      expect(readSkillBytes(file, { dev: 0n, ino: 0n })).toMatchObject({ code: "path-changed" });
+    }
+    expect(open()).toBe(before);
+  });
+
+  it.skipIf(!existsSync("/proc/self/status"))("readSkillBytes reads a file whose stat size does not tell its length (a /proc file) to its end", async () => {
+    const file = "/proc/self/status";
+    const read = readSkillBytes(file, lstatSync(file, { bigint: true }));
+    if (!("bytes" in read)) throw new Error(read.message);
+    expect(read.stats.size).toBe(0n);
+    expect(Buffer.from(read.bytes).toString()).toMatch(/^Name:.*\n[\s\S]*\nPid:\s+\d+\n/);
   });
 });
