@@ -155,16 +155,16 @@ describe("a rebuild where nothing changed", () => {
 
   it("links: kept, and a link that leads somewhere new (a broken link whose target appears) is walked again", async () => {
     const dir = settled[10]!;
-    // A link to a folder no build lists (a dot folder): only where the link leads can tell that it changed.
-    await mkdir(join(dir, "skills/.hidden"));
-    await symlink(".hidden/epsilon", join(dir, "skills/linked"));
+    // A link into a folder no build lists (git-ignored: `drafts/`): only where the link leads can tell that it changed.
+    await mkdir(join(dir, "skills/drafts"));
+    await symlink("drafts/epsilon", join(dir, "skills/linked"));
     await symlink("alpha", join(dir, "skills/also-alpha"));
     await settle();
     expect((await run(dir)).cache.listed).toBeGreaterThan(0); // the root's folder changed: walked again
     expect(existsSync(join(dir, INPUTS))).toBe(true);
     expect((await run(dir)).cache).toMatchObject({ parsed: 0, listed: 0 });
 
-    await writeTree(dir, { "skills/.hidden/epsilon/SKILL.md": skillMd("epsilon") });
+    await writeTree(dir, { "skills/drafts/epsilon/SKILL.md": skillMd("epsilon") });
     expect((await run(dir)).written).toBe(true);
     expect(skillNames(dir)).toEqual(["alpha", "beta", "epsilon"]);
   }, 10_000);
