@@ -8,7 +8,7 @@ import { loadConfig } from "../src/compile/config.js";
 import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
 import { MAX_SKILL_FILE_BYTES } from "../src/compile/parse.js";
 import { fileStatsOf } from "../src/compile/resources.js";
-import { skillMd, tempDir, writeTree } from "./helpers.js";
+import { linkLoops, skillMd, tempDir, writeTree } from "./helpers.js";
 
 // Discovery's guards against a hostile tree (links out of the root, loops, special files, swaps between its steps,
 // folders too large), walked in process and without time bounds: test/hostile-fs.test.ts makes the same attacks
@@ -86,18 +86,7 @@ describe("links out of the root are refused, and nothing behind them is listed",
 
 describe("loops, chains and lattices of links end", () => {
   it("a link back to the root, a self link and a chain longer than the system follows", async () => {
-    const chain: Tree = {};
-    for (let i = 0; i < 45; i++) chain[`skills/chain/l${i}`] = { link: `l${i + 1}` };
-    const { listing, skills } = await walked({
-      ...chain,
-      "skills/chain/l45": { link: "../target" },
-      "skills/target/notes.md": "a folder, not a skill",
-      "skills/chain-skill/SKILL.md": { link: "../chain/l0/SKILL.md" },
-      "skills/loop/back": { link: ".." },
-      "skills/loop/self": { link: "self" },
-      "skills/self-skill/SKILL.md": { link: "SKILL.md" },
-      "skills/short/via": { link: "../chain/l40" },
-    });
+    const { listing, skills } = await walked(linkLoops());
     expect(skills).toEqual([["good", ["SKILL.md"]]]);
     expect(listing.findings.map((finding) => finding.message)).toEqual([
       "skills/chain-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill",

@@ -32,6 +32,25 @@ export async function writeTree(dir: string, tree: Record<string, string | Uint8
 }
 
 /**
+ * Links that must end: a chain of 46 links (longer than the system follows) ending in a folder, SKILL.md files that
+ * are a loop and a self link, a link back to the root's folder, a self link, and a link into the chain's middle.
+ */
+export function linkLoops(): Record<string, { link: string } | string> {
+  const tree: Record<string, { link: string } | string> = {};
+  for (let i = 0; i < 45; i++) tree[`skills/chain/l${i}`] = { link: `l${i + 1}` };
+  return {
+    ...tree,
+    "skills/chain/l45": { link: "../target" },
+    "skills/target/notes.md": "a folder, not a skill",
+    "skills/chain-skill/SKILL.md": { link: "../chain/l0/SKILL.md" },
+    "skills/loop/back": { link: ".." },
+    "skills/loop/self": { link: "self" },
+    "skills/self-skill/SKILL.md": { link: "SKILL.md" },
+    "skills/short/via": { link: "../chain/l40" },
+  };
+}
+
+/**
  * The lock on `<dir>/dist/skills` that a build of process `pid` holds: `dist/.skills.lock` and its candidate
  * `dist/.skills.lock-<pid>-…`, one file under two names, holding the pid. Returns the lock's path.
  */

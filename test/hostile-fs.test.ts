@@ -7,7 +7,7 @@ import { check } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
 import { MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
-import { CLI, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, linkLoops, skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];
 
@@ -74,18 +74,7 @@ describe("links out of the root are never followed, and nothing outside is read"
 
 describe("loops, chains and lattices of links end, in bounded time", () => {
   it("a link back to the root, a self link and a chain longer than the system follows", async () => {
-    const chain: Tree = {};
-    for (let i = 0; i < 45; i++) chain[`skills/chain/l${i}`] = { link: `l${i + 1}` };
-    const dir = await project({
-      ...chain,
-      "skills/chain/l45": { link: "../target" },
-      "skills/target/notes.md": "a folder, not a skill",
-      "skills/chain-skill/SKILL.md": { link: "../chain/l0/SKILL.md" },
-      "skills/loop/back": { link: ".." },
-      "skills/loop/self": { link: "self" },
-      "skills/self-skill/SKILL.md": { link: "SKILL.md" },
-      "skills/short/via": { link: "../chain/l40" },
-    });
+    const dir = await project(linkLoops());
     const { result, skills } = await checkAll(dir);
     expect(skills).toEqual(["skills/good/SKILL.md"]);
     expect(find(result.diagnostics, "skills/chain-skill/SKILL.md")?.message).toBe("skills/chain-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill");
