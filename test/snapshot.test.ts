@@ -121,6 +121,11 @@ describe("a rebuild where nothing changed", () => {
       const after = await run(dir);
       expect(after.written).toBe(true);
       expect(after.agents[0]!.budget).toMatchObject({ limit: 300, unit: "characters" });
+      // Another budget than the last build's: set both times, so the key tells the two numbers apart, not set from unset.
+      process.env.SKILLS_PROMPT_CHAR_BUDGET = "400";
+      const other = await run(dir);
+      expect(other.written).toBe(true);
+      expect(other.agents[0]!.budget).toMatchObject({ limit: 400, unit: "characters" });
     } finally {
       delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
     }
