@@ -118,6 +118,7 @@ export class BuildCache {
   /** Folders listed this run, and those whose listing came from the cache (their signature unchanged). */
   readonly folderStats = { listed: 0, unlisted: 0 };
   private next: CacheContents = emptyContents();
+  /** Whether a record was added or replaced since the cache file was read or last written. */
   private dirty = false;
   /** Whether every folder this build listed and every file it read has a record: what `unchangedInputs` needs. */
   private complete = true;
@@ -126,13 +127,18 @@ export class BuildCache {
   /** The record each stats object (as discovery gave it) was found to match: see `knownFile`. */
   private readonly matched = new WeakMap<FileStats, FileRecord>();
 
+  /** The records as the cache file holds them (read, or last written): what a record is dropped from. */
+  private saved: CacheContents;
+
   private constructor(
     private readonly file: string,
     readonly key: string,
     private previous: CacheContents,
     /** Whether this cache is written for the next build (see `open`); when not, nothing else that serves only the next build is worth making. */
     readonly saves: boolean,
-  ) {}
+  ) {
+    this.saved = previous;
+  }
 
   /**
    * The cache for `loaded`, read from disk. `create: false`: where no cache file is found, none is written either
@@ -155,12 +161,14 @@ export class BuildCache {
     return sha256(JSON.stringify({ tool: TOOL_VERSION, yaml: config.yaml, descriptionFallback: config.descriptionFallback ?? null, customFields }));
   }
 
-  /** Starts another build on this cache (watch mode): what this build recorded is what the next one reuses. */
+  /**
+   * Starts another build on this cache (watch mode): what this build recorded is what the next one reuses. What it
+   * changed is still to be written (`dirty`): a session saves when it ends.
+   */
   nextBuild(): void {
     this.keepBundle();
     this.previous = this.next;
     this.next = emptyContents();
-    this.dirty = false;
     this.complete = true;
     this.trustedBefore = nowNs() - RACY_NS;
     Object.assign(this.stats, { parsed: 0, reused: 0 });
@@ -357,13 +365,16 @@ export class BuildCache {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
   }
 
-  /** Writes the cache if anything changed (a record added, dropped or replaced) and it `saves`; failures are ignored. */
+  /** Writes the cache if anything changed since it was read or written (a record added, dropped or replaced) and it `saves`; failures are ignored. */
   save(): void {
     if (!this.saves) return;
     this.keepBundle();
-    const dropped = hasDropped(this.previous.skills, this.next.skills) || hasDropped(this.previous.files, this.next.files) || hasDropped(this.previous.folders, this.next.folders);
+    const { saved, next } = this;
+    const dropped = hasDropped(saved.skills, next.skills) || hasDropped(saved.files, next.files) || hasDropped(saved.folders, next.folders);
     if (!this.dirty && !dropped) return;
-    writeCacheFile(this.file, FORMAT, this.key, JSON.stringify(this.next));
+    writeCacheFile(this.file, FORMAT, this.key, JSON.stringify(next));
+    this.saved = next;
+    this.dirty = false;
   }
 }
 
