@@ -26,7 +26,7 @@ const TARGETS = [
     // do not hold for instrumented code on a busy machine).
     tests: ["test/discover.test.ts", "test/discover-hostile.test.ts", "test/gitignore-oracle.test.ts", "test/path-order.test.ts"],
   },
-  { file: "src/compile/cache.ts", tests: ["test/cache.test.ts", "test/cache-signatures.test.ts", "test/snapshot.test.ts", "test/bundle-stream.test.ts", "test/fingerprint.test.ts"] },
+  { file: "src/compile/cache.ts", tests: ["test/cache.test.ts", "test/cache-records.test.ts", "test/cache-signatures.test.ts", "test/snapshot.test.ts", "test/bundle-stream.test.ts", "test/fingerprint.test.ts"] },
   // The build cache's tests go through snapshot.ts on every build too, adding minutes per mutant and no checks of it.
   { file: "src/compile/snapshot.ts", tests: ["test/snapshot-checks.test.ts", "test/snapshot.test.ts"] },
   { file: "src/compile/config-cache.ts", tests: ["test/config-cache.test.ts", "test/config-safety.test.ts"] },
