@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { statSync } from "node:fs";
 import { link, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -72,13 +72,18 @@ export interface CliRun {
   stderr: string;
 }
 
+/** This process's environment for the CLI: no colour or GitHub Actions unless `env` says so. */
+function cliEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const merged: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, GITHUB_ACTIONS: undefined, GITHUB_STEP_SUMMARY: undefined, ...env };
+  for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key];
+  return merged as NodeJS.ProcessEnv;
+}
+
 /** Runs the built CLI (or the copy at `cli`) as a subprocess, without a TTY, colour or GitHub Actions unless `env` says so. */
 export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; uid?: number; cli?: string }): Promise<CliRun> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, GITHUB_ACTIONS: undefined, GITHUB_STEP_SUMMARY: undefined, ...options.env };
-  for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
   return new Promise((resolve, reject) => {
     const user = options.uid === undefined ? {} : { uid: options.uid, gid: options.uid };
-    const child = spawn(process.execPath, [options.cli ?? CLI, ...args], { cwd: options.cwd, env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"], ...user });
+    const child = spawn(process.execPath, [options.cli ?? CLI, ...args], { cwd: options.cwd, env: cliEnv(options.env), stdio: ["ignore", "pipe", "pipe"], ...user });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
@@ -86,6 +91,13 @@ export function runCli(args: string[], options: { cwd: string; env?: Record<stri
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** `runCli`, blocking this process until the CLI exits: for a test that must run it while this process is inside a synchronous call. */
+export function runCliSync(args: string[], options: { cwd: string }): CliRun {
+  const run = spawnSync(process.execPath, [CLI, ...args], { cwd: options.cwd, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+  if (run.error) throw run.error;
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
 /**

@@ -1,14 +1,16 @@
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { closeSync, existsSync } from "node:fs";
-import { link, mkdir, readdir, readFile, readlink, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { closeSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { link, mkdir, readdir, readFile, readlink, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { isMainThread } from "node:worker_threads";
-import { describe, expect, it } from "vitest";
-import { build } from "../src/api.js";
-import { hashBundleFile, openBundleFile, recoverInterruptedBuild, swapIn } from "../src/bundle/emit.js";
-import { CLI, holdLock, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { build, check } from "../src/api.js";
+import { bundleOf, stagedCopies } from "../src/bundle/bundle.js";
+import { compareBundle, hashBundleFile, openBundleFile, recoverInterruptedBuild, swapIn, writeBundle } from "../src/bundle/emit.js";
+import { CLI, holdLock, runCli, runCliSync, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /**
  * Kills of `skills build` at random moments: about 30 in `npm test`, FUZZ_RUNS / 100 under `npm run fuzz`, KILLED_BUILDS
@@ -74,6 +76,31 @@ async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ["-e", ""]);
   await new Promise((resolve) => child.on("exit", resolve));
   return child.pid!;
+}
+
+/** Whether this process may mount a tmpfs (as root, where no container forbids it): the tests of mount points make one. */
+const mayMount = (() => {
+  if (process.getuid?.() !== 0) return false;
+  const dir = mkdtempSync(join(tmpdir(), "skillbake-mount-"));
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "skillbake-test", dir], { stdio: "ignore" });
+    execFileSync("umount", [dir]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+})();
+
+/**
+ * Mounts an empty tmpfs (with mount `options`, if any) at the folder `dir`, made if missing; unmounted when the test
+ * ends, however it ends (timed out included).
+ */
+async function mountTmpfs(dir: string, options?: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  execFileSync("mount", ["-t", "tmpfs", ...(options ? ["-o", options] : []), "skillbake-test", dir]);
+  onTestFinished(() => void execFileSync("umount", [dir]));
 }
 
 describe("outDir refusals: nothing is created or deleted", () => {
@@ -483,6 +510,15 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
       const stale = await project();
       await utimes(await holdLock(stale, running.pid!), new Date(before - 5000), new Date(before - 5000));
       expect((await build({ cwd: stale })).written).toBe(true);
+      // Taken in the very tick the process started, as /proc counts it (field 22 of its stat, in hundredths of a
+      // second after the boot second): held. `touch` sets the time to the nanosecond (`utimes` takes a double).
+      const stat = readFileSync(`/proc/${running.pid}/stat`, "utf8");
+      const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+      const boot = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1]);
+      const started = boot * 100 + ticks;
+      const sameTick = await project();
+      execFileSync("touch", ["-m", "-d", `@${Math.floor(started / 100)}.${String(started % 100).padStart(2, "0")}`, await holdLock(sameTick, running.pid!)]);
+      await expect(build({ cwd: sameTick })).rejects.toThrow(`another skills build (process ${running.pid}) is writing`);
     } finally {
       running.kill();
     }
@@ -664,5 +700,90 @@ describe("in process: the lock's holder, the manifest read in chunks, what an ou
     expect(() => swapIn(join(dir, "staging"), outDir)).toThrow(expect.objectContaining({ code: "ENAMETOOLONG" }));
     expect(await readFile(join(outDir, "manifest.json"), "utf8")).toBe("old");
     expect(await readFile(join(dir, "staging/manifest.json"), "utf8")).toBe("new");
+  });
+});
+
+describe("in process: a build failing once staged, a mount point, a build while another writes, a link two folders down", () => {
+  it("a build that fails once its staging folder is written (a staged file edited meanwhile) leaves the bundle as it was and nothing beside it", async () => {
+    const dir = await project({ stage: true, location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }, { "skills/alpha/references/guide.md": "Guide.\n" });
+    const outDir = join(dir, "dist/skills");
+    expect((await build({ cwd: dir })).written).toBe(true);
+    const before = await snapshot(outDir);
+    // A new bundle to write, so that the old one staying in place shows.
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const compiled = await check({ cwd: dir });
+    // Edited after discovery hashed it: the bundle is written, then staging the file finds other bytes.
+    const guide = join(dir, "skills/alpha/references/guide.md");
+    await writeFile(guide, "Edited during the build.\n");
+    await expect(writeBundle(outDir, bundleOf(compiled), stagedCopies(compiled), compiled.config)).rejects.toThrow(`${guide} changed while the bundle was built; run \`skills build\` again`);
+    expect(await snapshot(outDir)).toEqual(before);
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+
+  it.skipIf(!mayMount)("refuses an outDir that is a mount point (it cannot be renamed), naming a folder inside it; the bundle in it stays, nothing is left beside it", async () => {
+    const dir = await project();
+    const outDir = join(dir, "dist/skills");
+    expect((await build({ cwd: dir })).written).toBe(true);
+    const bundle = (await snapshot(outDir))!;
+    await rm(outDir, { recursive: true });
+    await mountTmpfs(outDir);
+    for (const [path, text] of bundle) await writeTree(outDir, { [path]: text });
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const message = `${outDir} cannot be renamed: it is a mount point (or in use). A build swaps a new bundle in by renaming the outDir, so that readers never see half of one; set \`outDir\` to a folder inside it, such as ${join(outDir, "skills")}.`;
+    expect(await build({ cwd: dir }).then(() => undefined, (error: Error) => error.message)).toBe(message);
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`skills: ${message}\n`);
+    expect(await snapshot(outDir)).toEqual(bundle);
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+
+  it.skipIf(!mayMount)("a stale lock that cannot be moved away (a mount point) is tried three times, then refused naming it; nothing is written", async () => {
+    const dir = await project();
+    const lock = join(dir, "dist/.skills.lock");
+    await mountTmpfs(lock);
+    expect(await build({ cwd: dir }).then(() => undefined, (error: Error) => error.message)).toBe(
+      `another skills build is writing ${join(dir, "dist/skills")}; wait for it to finish, then build again. If no build is running, delete ${lock}.`,
+    );
+    expect(existsSync(join(dir, "dist/skills"))).toBe(false);
+    expect(await transientSiblings(dir)).toEqual([".skills.lock"]);
+  });
+
+  it.skipIf(!mayMount)("a lock that cannot be linked into place (no inode left on the disk) fails the build with that reason, not as another build's lock; nothing is left", async () => {
+    const dir = await project();
+    // A tmpfs of two inodes, its own folder's and the lock candidate's: the lock's second name needs a third.
+    await mountTmpfs(join(dir, "dist"), "nr_inodes=2");
+    const message = await build({ cwd: dir }).then(() => undefined, (error: Error) => error.message);
+    expect(message).toMatch(new RegExp(`^cannot write ${join(dir, "dist/skills")}: no space left on the device \\(link ${join(dir, "dist")}/\\.skills\\.lock-${process.pid}-[0-9a-f]{8}\\)$`));
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+
+  it("while a build in process writes, another build finds its lock: refused naming this process; the first build's bundle is whole and nothing is left beside it", async () => {
+    const dir = await project();
+    const outDir = join(dir, "dist/skills");
+    const compiled = await check({ cwd: dir });
+    const bundle = bundleOf(compiled);
+    // A body is read as the bundle is written, under the lock: the second build (the CLI) runs then, to its end.
+    let second: ReturnType<typeof runCliSync> | undefined;
+    const bodies = bundle.bodies.map((body) => ({ hash: body.hash, text: () => ((second ??= runCliSync(["build"], { cwd: dir })), body.text()) }));
+    await writeBundle(outDir, { ...bundle, bodies }, [], compiled.config);
+    expect(second?.code).toBe(2);
+    expect(second?.stderr).toBe(`skills: another skills build (process ${process.pid}) is writing ${outDir}; wait for it to finish, then build again. If no build is running, delete ${join(dir, "dist/.skills.lock")}.\n`);
+    expect(new Set(compareBundle(outDir, bundle).values())).toEqual(new Set(["same"]));
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+
+  it("build --check does not follow a link that stands as the second of two folders (a staged skill's): its files are named changed, not read", async () => {
+    const dir = await project({ stage: true, location: "relative", agents: { main: { skills: [{ root: "skills" }] } } }, { "skills/alpha/references/guide.md": "Guide.\n" });
+    expect((await build({ cwd: dir })).written).toBe(true);
+    // The same files, through a link: followed, they would be found the same.
+    await rename(join(dir, "dist/skills/skills/alpha"), join(dir, "elsewhere"));
+    await symlink(join(dir, "elsewhere"), join(dir, "dist/skills/skills/alpha"));
+    const notFollowed = "below skills/alpha, a symlink; not followed";
+    expect((await build({ cwd: dir, check: true })).stale).toEqual([
+      { path: "skills/alpha", state: "extra" },
+      { path: "skills/alpha/SKILL.md", state: "changed", notFollowed },
+      { path: "skills/alpha/references/guide.md", state: "changed", notFollowed },
+    ]);
   });
 });
