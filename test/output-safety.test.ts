@@ -78,6 +78,18 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
+/**
+ * Makes, under `dir`, folders nested past the system's path limit (4,096 bytes): `top`, then 180 folders of 23
+ * letters, with mine.md at the bottom; or reads that file back. A child process steps into each folder in turn, as
+ * no call takes a path that long (and a vitest worker cannot change its folder).
+ */
+function deepTree(dir: string, top: string, mode: "make" | "read"): string {
+  const script = `const fs = require("node:fs"); const [top, mode] = process.argv.slice(1);
+for (let depth = 0; depth <= 180; depth++) { const name = depth ? "a".repeat(23) : top; if (mode === "make") fs.mkdirSync(name); process.chdir(name); }
+if (mode === "make") fs.writeFileSync("mine.md", "mine"); else process.stdout.write(fs.readFileSync("mine.md"));`;
+  return execFileSync(process.execPath, ["-e", script, top, mode], { cwd: dir, encoding: "utf8" });
+}
+
 /** Whether this process may mount a tmpfs (as root, where no container forbids it): the tests of mount points make one. */
 const mayMount = (() => {
   if (process.getuid?.() !== 0) return false;
@@ -785,5 +797,41 @@ describe("in process: a build failing once staged, a mount point, a build while 
       { path: "skills/alpha/SKILL.md", state: "changed", notFollowed },
       { path: "skills/alpha/references/guide.md", state: "changed", notFollowed },
     ]);
+  });
+});
+
+describe("in process: folders nested past the path limit, a forged manifest's staged skill", () => {
+  it("an outDir holding folders nested past the path limit fails the build in one line naming where, escaped; nothing is deleted", async () => {
+    const dir = await project();
+    // fs.rm cannot remove such a tree (it takes whole paths); rm -rf steps down into it.
+    onTestFinished(() => void execFileSync("rm", ["-rf", dir]));
+    const outDir = join(dir, "dist/skills");
+    expect((await build({ cwd: dir })).written).toBe(true);
+    const bundle = (await snapshot(outDir))!;
+    deepTree(outDir, "deep\n\u001b[2K", "make");
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const message = await build({ cwd: dir }).then(() => "", (error: Error) => error.message);
+    const start = `cannot write ${outDir}: the path, or a name in it, is too long (scandir ${outDir}/deep\\n\\x1b[2K/`;
+    expect(message.slice(0, start.length)).toBe(start);
+    expect(message.slice(start.length)).toMatch(/^a{23}(\/a{23})+\)$/);
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run).toEqual({ code: 2, stdout: "", stderr: `skills: ${message}\n` });
+    expect(deepTree(outDir, "deep\n\u001b[2K", "read")).toBe("mine");
+    for (const [path, text] of bundle) expect(await readFile(join(outDir, path), "utf8"), path).toBe(text);
+    expect(await transientSiblings(dir)).toEqual([]);
+  });
+
+  it("a manifest whose agent names a staged skill its skills list lacks lists nothing for it: a file there, even one named undefined, refuses the build", async () => {
+    const dir = await project({ stage: true, location: "relative", agents: { main: { skills: [{ root: "skills" }] } } });
+    expect((await build({ cwd: dir })).written).toBe(true);
+    const path = join(dir, "dist/skills/manifest.json");
+    const manifest = JSON.parse(await readFile(path, "utf8"));
+    manifest.agents.main.skills.push({ file: "skills/ghost/SKILL.md", staged: "skills/ghost" });
+    // Named undefined: the `path` of anything in its place but a file's entry (a string has none).
+    const tree = { "dist/skills/manifest.json": `${JSON.stringify(manifest, null, 2)}\n`, "dist/skills/skills/ghost/undefined": "mine" };
+    await writeTree(dir, { ...tree, "skills/alpha/SKILL.md": skillMd("alpha", "Changed. Use when testing.") });
+    const before = await snapshot(join(dir, "dist"));
+    await expect(build({ cwd: dir })).rejects.toThrow("holds files its manifest does not list (skills/ghost/undefined)");
+    expect(await snapshot(join(dir, "dist"))).toEqual(before);
   });
 });

@@ -1,3 +1,5 @@
+import { escapeInvisible } from "./terminal.js";
+
 /**
  * Filesystem failures as one line for people: `cannot <what was being done>: <why>`. Node's errors carry a
  * code, a syscall and a path; their own message ("EACCES: permission denied, open '…'") and stack are not for
@@ -21,7 +23,8 @@ export class FileSystemError extends Error {
     override readonly cause: SystemError,
   ) {
     const detail = cause.path !== undefined && !action.endsWith(cause.path) ? ` (${cause.syscall ?? "at"} ${cause.path})` : "";
-    super(`cannot ${action}: ${systemErrorReason(cause)}${detail}`);
+    // The paths may be under a folder a pull request fills (a committed bundle's): a line break or escape in a name stays text.
+    super(escapeInvisible(`cannot ${action}: ${systemErrorReason(cause)}${detail}`));
   }
 }
 
@@ -51,7 +54,7 @@ const REASONS: Record<string, string> = {
   EISDIR: "it is a folder, not a file",
   ENOENT: "it does not exist",
   EEXIST: "it already exists",
-  ENAMETOOLONG: "a name in the path is too long",
+  ENAMETOOLONG: "the path, or a name in it, is too long",
   ELOOP: "too many symbolic links",
   EBUSY: "it is busy (a mount point, or in use)",
   EMFILE: "too many open files",
