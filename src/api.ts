@@ -211,7 +211,7 @@ function withOutcome(compilation: Compilation, options: CheckOptions, cache: Che
 
 async function loadWithCache(options: CheckOptions, cwd: string, readOnly: boolean, loaded?: LoadedConfig): Promise<{ loaded: LoadedConfig; cache: BuildCache }> {
   loaded ??= options.paths && options.paths.length > 0 ? implicitConfig(options.paths, cwd) : await loadConfig(options.config, cwd, { readOnly });
-  return { loaded, cache: BuildCache.open(loaded, { create: !isCi() }) };
+  return { loaded, cache: BuildCache.open(loaded, { create: !isCi(), readOnly }) };
 }
 
 /**

@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, rm, symlink, unlink, writeFile } from "node:fs
 import { dirname, join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { build, BuildSession, buildInSession, type BuildResult } from "../src/api.js";
+import { build, BuildSession, buildInSession, check, type BuildResult } from "../src/api.js";
 import { bundledSkills, bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import { devModules } from "../src/bundle/module.js";
 import { compile } from "../src/compile/compile.js";
@@ -249,8 +249,13 @@ afterEach(() => {
 const fileEdits = edit.filter((change) => change.kind !== "environment" && change.kind !== "ci");
 
 describe("caches against a clean build, over random edit sequences", () => {
-  it("`skills build`: the build cache, the rebuild where nothing changed, the bundle copied from", async () => {
-    await differential(async (dir) => expectClean(dir, await build({ cwd: dir })));
+  it("`skills build` and `skills check`: the build cache, the rebuild where nothing changed, the bundle copied from", async () => {
+    await differential(async (dir) => {
+      const built = await build({ cwd: dir });
+      await expectClean(dir, built);
+      // `skills check` answers from the cache that build left, and records nothing of its own.
+      expect((await check({ cwd: dir })).diagnostics).toEqual(built.diagnostics);
+    });
   }, 300_000);
 
   it("a watching session: its last discovery, with the changes a watcher reports, or those `missedChanges` finds", async () => {

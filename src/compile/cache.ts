@@ -143,13 +143,14 @@ export class BuildCache {
   /**
    * The cache for `loaded`, read from disk. `create: false`: where no cache file is found, none is written either
    * (a build on a fresh CI checkout, which no later build in that place will follow); one that is found, even for
-   * other settings (restored by a CI cache step), is used and replaced as usual.
+   * other settings (restored by a CI cache step), is used and replaced as usual. `readOnly`: used, never written
+   * (`check`). A cache that is not written records nothing: it only answers from what an earlier build recorded.
    */
-  static open(loaded: LoadedConfig, { create = true }: { create?: boolean } = {}): BuildCache {
+  static open(loaded: LoadedConfig, { create = true, readOnly = false }: { create?: boolean; readOnly?: boolean } = {}): BuildCache {
     const key = BuildCache.keyOf(loaded);
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
     const previous = readContents(file, key);
-    const cache = new BuildCache(file, key, previous ?? emptyContents(), create || lstatSync(file, { throwIfNoEntry: false }) !== undefined);
+    const cache = new BuildCache(file, key, previous ?? emptyContents(), !readOnly && (create || lstatSync(file, { throwIfNoEntry: false }) !== undefined));
     cache.dirty = previous === undefined;
     return cache;
   }
@@ -184,8 +185,9 @@ export class BuildCache {
    * stats the listing is vouched for by, and the entries.
    */
   listFolder(dir: string, displayPath: string, taken?: TakenStats, seen?: Map<string, ListedFolder>): FolderEntry[] {
-    const stats = taken ?? statSync(dir, { bigint: true, throwIfNoEntry: false });
     const record = this.previous.folders[displayPath];
+    // Its stats tell whether a record still holds, make one, and vouch for a watching session's listing.
+    const stats = taken ?? (record || seen || this.saves ? statSync(dir, { bigint: true, throwIfNoEntry: false }) : undefined);
     if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {
       this.folderStats.unlisted++;
       this.next.folders[displayPath] = record;
@@ -196,6 +198,7 @@ export class BuildCache {
     const entries = readdirSync(dir, { withFileTypes: true });
     if (stats) seen?.set(dir, { stats: fileStatsOf(stats), entries });
     this.folderStats.listed++;
+    if (!this.saves) return entries;
     if (stats?.isDirectory() && this.isSettled(stats) && entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink())) {
       this.next.folders[displayPath] = { stat: signatureOf(stats), entries: entries.map((entry) => `${kindOf(entry)}${entry.name}`) };
       this.dirty = true;
@@ -239,6 +242,7 @@ export class BuildCache {
   /** Records a file just hashed, with the stats it was read with (the open file's own); a racily clean one is left out. */
   recordFile(displayPath: string, stats: FileStats, size: number, sha256: string): void {
     this.fileStats.hashed++;
+    if (!this.saves) return;
     if (!this.isSettled(stats)) {
       this.complete = false;
       return;
@@ -265,6 +269,7 @@ export class BuildCache {
     }
     this.stats.parsed++;
     const result = validate();
+    if (!this.saves) return result;
     const { body: _body, ...content } = result.content ?? { body: "" };
     const fresh: SkillRecord = { hash, folder, findings: result.findings, ...(result.content ? { content: content as SkillRecord["content"] } : {}) };
     // A value JSON cannot carry exactly (NaN, Infinity, -0 from YAML) would come back changed: not cached.
