@@ -1,14 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { build, buildInSession, BuildSession, check } from "../src/api.js";
-import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
+import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, settledSignatures, signatureOf } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
-import { skillMd, tempDir, writeTree } from "./helpers.js";
+import { rewriteCache, skillMd, tempDir, writeTree } from "./helpers.js";
 
 // What the build cache records, as later builds see it: the statistics each build reports, what the next build (in
 // a watch session or not) reuses, whether the cache file is rewritten, and when the last build is kept whole for a
@@ -248,22 +248,13 @@ describe("a build kept whole for a rebuild where nothing changed: only when ever
   });
 });
 
-/** A cache file's payload passed through `edit` and written back under a valid header: its format, key and checksum right. */
-function rewriteCache(dir: string, edit: (contents: Record<string, any>) => void): void {
-  const [header, payload] = readFileSync(join(dir, CACHE), "utf8").split("\n");
-  const { format, key } = JSON.parse(header!) as { format: number; key: string };
-  const contents = JSON.parse(payload!) as Record<string, any>;
-  edit(contents);
-  writeCacheFile(join(dir, CACHE), format, key, JSON.stringify(contents));
-}
-
 describe("the bundle recorded", () => {
   it("a record that names no file (a cache file of the wrong shape) finds no bundle current: the build writes it", async () => {
     for (const paths of [{}, null]) {
       const dir = await project();
       await run(dir);
       rmSync(join(dir, "dist"), { recursive: true });
-      rewriteCache(dir, (contents) => (contents.bundle.paths = paths));
+      rewriteCache(join(dir, CACHE), (contents) => (contents.bundle.paths = paths));
       const built = await run(dir);
       expect(built.written, JSON.stringify(paths)).toBe(true);
       expect(existsSync(join(dir, "dist/skills/manifest.json"))).toBe(true);

@@ -9,7 +9,7 @@ import { BuildCache, settledSignatures, signatureOf } from "../src/compile/cache
 import { compile } from "../src/compile/compile.js";
 import type { FolderEntry } from "../src/compile/discover.js";
 import { loadConfig } from "../src/compile/config.js";
-import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
+import { rewriteCache, runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const CACHE = "node_modules/.cache/skillbake/skills.config.json.json";
 
@@ -335,15 +335,6 @@ describe("cache files", () => {
   });
 });
 
-/** A cache file's payload passed through `edit` and written back under a valid header: its format, key and checksum right. */
-async function rewriteCache(dir: string, edit: (contents: Record<string, any>) => void): Promise<void> {
-  const [header, payload] = (await readFile(join(dir, CACHE), "utf8")).split("\n");
-  const { format, key } = JSON.parse(header!) as { format: number; key: string };
-  const contents = JSON.parse(payload!) as Record<string, any>;
-  edit(contents);
-  writeCacheFile(join(dir, CACHE), format, key, JSON.stringify(contents));
-}
-
 /** A valid SKILL.md outcome as `validate` gives it. */
 const outcome = (extra: Record<string, unknown>) => ({ findings: [], content: { name: "x", description: "d", fields: {}, extra, body: "", bodyLine: 4, links: [] } });
 
@@ -357,7 +348,7 @@ describe("build cache: a record of the wrong shape in a cache file (its checksum
     expect(record.findings.map((finding: { code: string }) => finding.code)).toContain("name-mismatch");
     const parsedWith = async (edit: (record: Record<string, any>) => void) => {
       await writeFile(join(dir, CACHE), original);
-      await rewriteCache(dir, (contents) => edit(contents.skills[path]));
+      rewriteCache(join(dir, CACHE), (contents) => edit(contents.skills[path]));
       const cache = BuildCache.open(await loadConfig(undefined, dir));
       let parsed = false;
       const result = cache.skill(path, "folder", record.hash, () => ((parsed = true), { findings: [] }));
@@ -392,7 +383,7 @@ describe("build cache: a record of the wrong shape in a cache file (its checksum
     const original = await readFile(join(dir, CACHE), "utf8");
     const listing = async (entries: unknown) => {
       await writeFile(join(dir, CACHE), original);
-      await rewriteCache(dir, (contents) => (contents.folders.skills = { stat: signatureOf(stats), entries }));
+      rewriteCache(join(dir, CACHE), (contents) => (contents.folders.skills = { stat: signatureOf(stats), entries }));
       const cache = BuildCache.open(await loadConfig(undefined, dir));
       const listed = cache.listFolder(skills, "skills");
       return { listed, fromCache: cache.folderStats.unlisted === 1 };
@@ -420,7 +411,7 @@ describe("build cache: a record of the wrong shape in a cache file (its checksum
     const original = await readFile(join(dir, CACHE), "utf8");
     const known = async (record: Record<string, unknown>) => {
       await writeFile(join(dir, CACHE), original);
-      await rewriteCache(dir, (contents) => (contents.files["skills/beta/references/guide.md"] = record));
+      rewriteCache(join(dir, CACHE), (contents) => (contents.files["skills/beta/references/guide.md"] = record));
       return BuildCache.open(await loadConfig(undefined, dir)).knownFile("skills/beta/references/guide.md", stats);
     };
     const sha256 = "0".repeat(64);
@@ -434,7 +425,7 @@ describe("build cache: a record of the wrong shape in a cache file (its checksum
     for (const edit of [(c: Record<string, any>) => (c.files = null), (c: Record<string, any>) => (c.folders = "x"), (c: Record<string, any>) => (c.skills = 5)]) {
       const dir = await project();
       const first = await run(dir);
-      await rewriteCache(dir, edit);
+      rewriteCache(join(dir, CACHE), edit);
       const after = await run(dir);
       expect(after.cache, String(edit)).toMatchObject({ parsed: 4, reused: 0 });
       expect(comparable(after)).toEqual(comparable(first));
@@ -447,7 +438,7 @@ describe("build cache: a record of the wrong shape in a cache file (its checksum
     const original = await readFile(join(dir, CACHE), "utf8");
     const counts = async (tokens: unknown, encoding: string) => {
       await writeFile(join(dir, CACHE), original);
-      await rewriteCache(dir, (contents) => (contents.tokens = tokens));
+      rewriteCache(join(dir, CACHE), (contents) => (contents.tokens = tokens));
       return BuildCache.open(await loadConfig(undefined, dir)).tokenCounts(encoding);
     };
     expect(await counts({ encoding: "o200k_base", counts: "3,4" }, "o200k_base")).toBe("3,4");

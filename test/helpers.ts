@@ -1,10 +1,11 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { link, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll } from "vitest";
+import { writeCacheFile } from "../src/compile/cache-file.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
 export const CLI = join(REPO, "dist", "cli.js");
@@ -114,4 +115,13 @@ export async function sameSizeEdit(file: string, text: string): Promise<void> {
   await rm(dirname(times), { recursive: true });
   const after = statSync(file, { bigint: true });
   if (after.size !== before.size || after.mtimeNs !== before.mtimeNs) throw new Error(`sameSizeEdit: ${file} changed size or mtime`);
+}
+
+/** A cache file's payload passed through `edit` and written back under a valid header: its format, key and checksum right. */
+export function rewriteCache(file: string, edit: (contents: Record<string, any>) => void): void {
+  const [header, payload] = readFileSync(file, "utf8").split("\n");
+  const { format, key } = JSON.parse(header!) as { format: number; key: string };
+  const contents = JSON.parse(payload!) as Record<string, any>;
+  edit(contents);
+  writeCacheFile(file, format, key, JSON.stringify(contents));
 }
