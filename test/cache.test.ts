@@ -396,7 +396,7 @@ describe("build cache: a record of the wrong shape in a cache file (its checksum
       ["linked", false, false, true],
     ]);
     expect(cached.listed.some((entry) => entry.isFIFO() || entry.isSocket() || entry.isCharacterDevice() || entry.isBlockDevice())).toBe(false);
-    for (const entries of ["dalpha", ["dalpha", "f"], ["dalpha", ""], ["dalpha", "xname"], ["dalpha", 5]]) {
+    for (const entries of ["dalpha", ["dalpha", "f"], ["dalpha", ""], ["dalpha", "xname"], ["dalpha", 5], ["dalpha", ["d", "beta"]]]) {
       const again = await listing(entries);
       expect(again.fromCache, JSON.stringify(entries)).toBe(false);
       expect(again.listed.map((entry) => entry.name).sort()).toEqual(["alpha", "beta", "folder", "gamma"]);
