@@ -1,8 +1,8 @@
 import fc from "fast-check";
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compareStrings } from "../src/compile/diagnostics.js";
-import { comparePaths, pathIn, relativeTo } from "../src/compile/discover.js";
+import { comparePaths, isPlainRelative, pathIn, relativeTo } from "../src/compile/discover.js";
 
 /** SPEC §3's path order, by its definition: segment by segment, each compared bytewise, a prefix first. */
 function bySegments(a: string, b: string): number {
@@ -54,6 +54,17 @@ describe("relativeTo and pathIn (their shortcuts past path.relative and path.joi
         expect(pathIn(dir, rel.join("/"))).toBe(join(dir, ...rel));
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it("isPlainRelative holds exactly where pathIn gives what path.resolve gives", () => {
+    const relativePath = fc.oneof(fc.array(segment, { minLength: 1, maxLength: 4 }).map((segments) => segments.join("/")), absolute);
+    fc.assert(
+      fc.property(fc.constantFrom("/", "/a", "/a/b"), relativePath, (dir, rel) => {
+        if (isPlainRelative(rel)) expect(pathIn(dir, rel)).toBe(resolve(dir, rel));
+        else expect(rel === "" || rel.startsWith("/") || rel.split("/").some((part) => part === "" || part === "." || part === "..")).toBe(true);
+      }),
+      { numRuns: 5000 },
     );
   });
 });

@@ -220,6 +220,22 @@ describe("a rebuild where nothing changed, roots", () => {
     expect((await run(dir)).written).toBe(true);
     expect(skillNames(dir)).toEqual(["zeta", "alpha", "beta"]); // path order: later/ before skills/
   }, 10_000);
+
+  it("a root outside the config's folder (`../shared`) is compared as any other: nothing changed, nothing parsed", async () => {
+    const dir = await project();
+    await writeTree(dir, {
+      "app/skills.config.json": JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "../skills" }, { root: "../outside-root" }] } } }),
+      "outside-root/gamma/SKILL.md": skillMd("gamma"),
+    });
+    const app = join(dir, "app");
+    await settle();
+    expect((await build({ cwd: app })).written).toBe(true);
+    await rm(join(app, MAIN_CACHE)); // the compiling path would parse every SKILL.md again without it
+    const again = await build({ cwd: app });
+    expect(again.written).toBe(false);
+    expect(again.cache).toMatchObject({ parsed: 0, reused: 3 });
+    expect(again.agents[0]!.skills.map((skill) => skill.body)).toEqual(["# alpha\n\nSteps for alpha.", "# beta\n\nSteps for beta.", "# gamma\n\nSteps for gamma."]);
+  }, 10_000);
 });
 
 describe("configs a rebuild cannot compare keep nothing", () => {

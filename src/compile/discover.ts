@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Stats } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { isIgnored, withGitignore, type GitignoreRules } from "./gitignore.js";
 import type { Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
@@ -442,6 +442,11 @@ const UNNORMALIZED = /^$|(^|\/)\.{0,2}(\/|$)/;
 export function pathIn(dir: string, rel: string): string {
   if (sep !== "/" && rel.includes("/")) return join(dir, rel);
   return dir.endsWith(sep) ? dir + rel : dir + sep + rel;
+}
+
+/** Whether `rel` is a `/`-separated relative path of plain names (no empty, `.` or `..` segment), which `pathIn` joins as `resolve` would. */
+export function isPlainRelative(rel: string): boolean {
+  return !UNNORMALIZED.test(rel) && !isAbsolute(rel);
 }
 
 /** Where a link leads; its stats are the target's own (lstat of the real path), to be its identity. */

@@ -5,7 +5,7 @@ import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import { BuildCache, isCurrentBundle, linkTarget, signatureOf, type BundleRecord } from "./cache.js";
 import { restoreBodies, type Compilation } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
-import type { StatsTaken } from "./discover.js";
+import { isPlainRelative, pathIn, type StatsTaken } from "./discover.js";
 import { fileStatsOf, type FileStats } from "./resources.js";
 
 /** Bumped when either file's layout changes. */
@@ -44,7 +44,8 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
   for (const line of index.inputs.split("\n")) {
     const [kind, path, signature] = line.split("\t");
     if (path === undefined) return undefined;
-    const absolute = resolve(loaded.dir, path);
+    // Most lines name a path below the config folder, joined without `resolve`'s normalizing (thousands a build).
+    const absolute = isPlainRelative(path) ? pathIn(loaded.dir, path) : resolve(loaded.dir, path);
     if (kind === "l") {
       if (same && linkTarget(absolute) !== signature) same = false;
       continue;
