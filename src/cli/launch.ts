@@ -13,10 +13,11 @@ import { Script } from "node:vm";
 const folder = dirname(fileURLToPath(import.meta.url));
 const file = join(folder, "cli.cjs");
 const cacheFile = `${file}.cache`;
-const source = readFileSync(file, "utf8");
+const sourceBytes = readFileSync(file);
+const source = sourceBytes.toString("utf8");
 // V8 checks that a cache is its own (its version and flags) and the source's length, not its text: the cache file
 // begins with a digest of the text and of the Node that made it, so an updated CLI never runs stale code.
-const key = sha256(Buffer.from(`${process.version}\0${process.arch}\0`), Buffer.from(source));
+const key = sha256(Buffer.from(`${process.version}\0${process.arch}\0`), sourceBytes);
 /** The cache file: `key`, a digest of the payload, then V8's payload. */
 const HEADER_BYTES = 64;
 /** V8's cache of the whole CLI is about half its source's size; a file past this is no cache of it. */
