@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { lstatSync, statSync, utimesSync } from "node:fs";
 import { lstat, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
@@ -332,6 +333,22 @@ describe("cache files", () => {
     await rm(`${file}.${process.pid}.tmp`);
     writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
     expect(readCacheFile(file, 1, "key")).toEqual({ a: 1 });
+  });
+
+  it("is written in ASCII and read back as the same value; a UTF-8 payload (an earlier writer's) reads too", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "x.json");
+    // Latin-1, a character past it, an emoji (a surrogate pair), a lone surrogate (JSON.stringify escapes it), DEL, controls.
+    const value = { "clé": ["café", "日本語", "🙂 done", "\ud800 alone", "\u007f", "tab\there\nline", "\u0080\u00ff\uffff"] };
+    writeCacheFile(file, 1, "key", JSON.stringify(value));
+    const bytes = await readFile(file);
+    expect([...bytes].every((byte) => byte < 0x80)).toBe(true);
+    expect(readCacheFile(file, 1, "key")).toEqual(value);
+
+    const payload = Buffer.from(JSON.stringify(value), "utf8");
+    const header = JSON.stringify({ format: 1, key: "key", sha256: createHash("sha256").update(payload).digest("hex") });
+    await writeFile(file, Buffer.concat([Buffer.from(`${header}\n`), payload]));
+    expect(readCacheFile(file, 1, "key")).toEqual(value);
   });
 });
 

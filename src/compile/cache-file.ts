@@ -1,3 +1,4 @@
+import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -5,7 +6,8 @@ import { dirname } from "node:path";
 /**
  * A cache file of skillbake's (`node_modules/.cache/skillbake/…`): a header line `{ format, key, sha256 }`, then
  * the JSON payload the sha256 is of. The header tells a file written for other settings (or by another version)
- * and one that is corrupt, so that it is ignored, never half used.
+ * and one that is corrupt, so that it is ignored, never half used. The payload is written in ASCII (characters past
+ * it \u-escaped), which decodes as fast as it is copied and parses as one-byte text.
  */
 
 /** The payload, parsed; undefined when the file is missing, unreadable, corrupt, or of another format or key. */
@@ -14,13 +16,15 @@ export function readCacheFile(file: string, format: number, key: string): unknow
   const bytes = readRegularFile(file, { followLinks: false });
   if (!bytes) return undefined;
   try {
-    // The payload is checked as bytes (the UTF-8 its text was hashed as), then decoded once: ~10 MB at 10,000 skills.
+    // The payload is checked as bytes (the text it was hashed as), then decoded once: ~10 MB at 10,000 skills.
     const newline = bytes.indexOf(0x0a);
     if (newline < 0) return undefined;
     const header = JSON.parse(bytes.toString("utf8", 0, newline)) as { format?: unknown; key?: unknown; sha256?: unknown };
     if (header.format !== format || header.key !== key) return undefined;
-    if (header.sha256 !== createHash("sha256").update(bytes.subarray(newline + 1)).digest("hex")) return undefined;
-    return JSON.parse(bytes.toString("utf8", newline + 1));
+    const payload = bytes.subarray(newline + 1);
+    if (header.sha256 !== createHash("sha256").update(payload).digest("hex")) return undefined;
+    // A payload of other bytes than ASCII is UTF-8 (one a copy of skillbake wrote before it wrote ASCII).
+    return JSON.parse(payload.toString(isAscii(payload) ? "latin1" : "utf8"));
   } catch {
     return undefined;
   }
@@ -29,7 +33,7 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 /** Writes `payload` (JSON text) under its header; failures are ignored: a cache only saves time. */
 export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
   // Encoded once, for the hash and the file (a payload is ~14 MB at 10,000 skills).
-  const bytes = Buffer.from(payload, "utf8");
+  const bytes = Buffer.from(asciiJson(payload), "latin1");
   const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(bytes).digest("hex") });
   // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one. Created
   // anew (O_EXCL): a link put at that name beforehand is neither followed (writing the file it leads to) nor removed.
@@ -49,6 +53,15 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
   } catch {
     if (created) rmSync(temporary, { force: true });
   }
+}
+
+/**
+ * JSON text with each character past ASCII \u-escaped: the same value. Outside strings JSON text is ASCII, and a
+ * character of a surrogate pair escaped alone still makes the pair.
+ */
+function asciiJson(json: string): string {
+  if (Buffer.byteLength(json) === json.length) return json;
+  return json.replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /**
