@@ -1,4 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
+import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { chmodSync, chownSync, copyFileSync, lstatSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -40,6 +41,21 @@ describe("the launcher (dist/cli.js) and its code cache", () => {
     expect(statSync(cache).ino).toBe(written.ino);
     expect(readFileSync(cache).equals(bytes)).toBe(true);
     expect(readFileSync(join(project, "dist/skills/prompts/main.txt"), "utf8")).toContain("<name>alpha</name>");
+  });
+
+  it("starts a CLI built as ASCII (copied into a string, not decoded) and one with text past ASCII as written", async () => {
+    const { launcher, cli } = await copiedCli();
+    expect(isAscii(readFileSync(cli))).toBe(true);
+    const project = await tempDir();
+    await writeTree(project, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+    });
+    const summary = async () => (await execFileAsync(process.execPath, [launcher, "build"], { cwd: project, encoding: "utf8" })).stderr;
+    expect(await summary()).toMatch(/^Wrote dist\/skills /);
+    writeFileSync(cli, readFileSync(cli, "utf8").replace("return`Wrote ${shownPath(result.outDir", "return`Wrote — café ${shownPath(result.outDir"));
+    await writeTree(project, { "skills/alpha/SKILL.md": skillMd("alpha", "Changed.") });
+    expect(await summary()).toMatch(/^Wrote — café dist\/skills /);
   });
 
   it("never runs a cache made for other text, though V8 would take it (it compares lengths): the CLI as it is now runs", async () => {

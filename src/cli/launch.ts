@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// The `skills` command: starts the CLI (dist/cli.cjs, from bin.ts) from V8's code cache. Compiling the 1.4 MB
+// The `skills` command: starts the CLI (dist/cli.cjs, from bin.ts) from V8's code cache. Compiling the 2 MB
 // bundle took ~30 ms of every run and compiling its functions as they first ran as much again: about half of what
 // a small build costs beyond Node's own start. Node 20 keeps no code cache for ES modules, so the CLI is a script
 // run here, its cache kept beside it as Python keeps __pycache__, and used only as readCache says.
+import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -14,7 +15,8 @@ const folder = dirname(fileURLToPath(import.meta.url));
 const file = join(folder, "cli.cjs");
 const cacheFile = `${file}.cache`;
 const sourceBytes = readFileSync(file);
-const source = sourceBytes.toString("utf8");
+// Built as ASCII, it is copied into a string rather than decoded.
+const source = sourceBytes.toString(isAscii(sourceBytes) ? "latin1" : "utf8");
 // V8 checks that a cache is its own (its version and flags) and the source's length, not its text: the cache file
 // begins with a digest of the text and of the Node that made it, so an updated CLI never runs stale code.
 const key = sha256(Buffer.from(`${process.version}\0${process.arch}\0`), sourceBytes);
