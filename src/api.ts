@@ -152,7 +152,8 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
       if (!session) saveSnapshot(compilation, cache);
       return { ...result, outDir, written: false, stale: [] };
     }
-    const bundle = bundleOf(compilation);
+    // Entries are named for a build cache that keeps where they are, for the next bundle to copy them from this one.
+    const bundle = bundleOf(compilation, { keyed: cache.saves });
     const copies = stagedCopies(compilation);
     const published = publishedFolders(compilation);
     if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, dirname(result.config.file), bundle, copies, published)) };

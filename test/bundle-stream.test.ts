@@ -3,9 +3,11 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { build } from "../src/api.js";
+import { build, check } from "../src/api.js";
 import { bundleOf, bundleTexts, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
-import type { FilePlaces } from "../src/compile/cache.js";
+import { readCacheFile } from "../src/compile/cache-file.js";
+import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
+import { loadConfig } from "../src/compile/config.js";
 import { compareBundle } from "../src/bundle/emit.js";
 import { Each, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
@@ -248,6 +250,34 @@ describe("renderBundle", () => {
 });
 
 describe("the bundle on disk", () => {
+  it("names each skill's entries only for a build cache: the same bytes either way, and only then are the entries' places recorded", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] }, review: { skills: [{ root: "skills" }], files: "embed" } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha", "Alpha things. Use for alpha.", "# Alpha\n\nSee [the guide](references/guide.md)."),
+      "skills/alpha/references/guide.md": "# Guide\n",
+      "skills/beta/SKILL.md": skillMd("beta"),
+    });
+    const result = await check({ cwd: dir });
+    const keyed = memorySinks();
+    const keyedPlaces = renderBundle(bundleOf(result, { keyed: true }), keyed.open, () => {});
+    const plain = memorySinks();
+    const plainPlaces = renderBundle(bundleOf(result), plain.open, () => {});
+    expect([...plain.files.keys()].sort()).toEqual([...keyed.files.keys()].sort());
+    for (const [path, bytes] of keyed.files) expect(plain.files.get(path)!.equals(bytes)).toBe(true);
+    const entries = (places: Map<string, FilePlaces>) => Object.fromEntries([...places].map(([path, held]) => [path, Object.keys(held.entries).length]));
+    expect(entries(keyedPlaces)).toEqual({ "manifest.json": 2, "index.js": 2, "agents/main.js": 2, "agents/review.js": 2 });
+    expect(entries(plainPlaces)).toEqual({ "manifest.json": 0, "index.js": 0, "agents/main.js": 0, "agents/review.js": 0 });
+
+    // A build that keeps a build cache records them, for the next build to copy them from this bundle.
+    const recorded = async () => {
+      const cache = readCacheFile(join(dir, "node_modules/.cache/skillbake/skills.config.json.json"), 2, BuildCache.keyOf(await loadConfig(undefined, dir))) as { bundle?: { places: Record<string, FilePlaces> } } | undefined;
+      return cache?.bundle && entries(new Map(Object.entries(cache.bundle.places)));
+    };
+    await build({ cwd: dir });
+    expect(await recorded()).toEqual({ "manifest.json": 2, "index.js": 2, "agents/main.js": 2, "agents/review.js": 2 });
+  });
+
   it("is written by streaming: a single agent's module is index.js linked, and --check compares hashes and bodies in place", async () => {
     const dir = await tempDir();
     await writeTree(dir, {

@@ -69,9 +69,10 @@ export function bundledSkills(compilation: Compilation): AgentSkill[] {
 /**
  * The bundle's files. Pure: every output is derived from the compilation alone, with sorted keys, LF
  * line ends and a final newline (prompts excepted: they are byte-exact prompt text). The manifest and the
- * modules are made as they are written (see `lazyParts`).
+ * modules are made as they are written (see `lazyParts`). `keyed`: each skill's entry is named by `entryKey`, so
+ * that where the files hold it can be kept for the next build to copy (a digest per skill: only for a build cache).
  */
-export function bundleOf(compilation: Compilation): Bundle {
+export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: boolean } = {}): Bundle {
   const { skills: ordered, inputsHash: inputs } = bundleInputs(compilation);
   const shared = new Map(ordered.map((skill) => [skill.file, skill]));
 
@@ -103,7 +104,7 @@ export function bundleOf(compilation: Compilation): Bundle {
       ...servingOf(compilation, agent),
     };
   }
-  files.push(...moduleFiles(compilation, ordered));
+  files.push(...moduleFiles(compilation, ordered, keyed));
 
   const outputs: Record<string, Slot> = {};
   for (const file of files) outputs[file.path] = new Slot({ sha256Of: file.path });
@@ -112,7 +113,7 @@ export function bundleOf(compilation: Compilation): Bundle {
     schemaVersion: SCHEMA_VERSION,
     generator: GENERATOR,
     agents,
-    skills: new Each(ordered, (skill, index) => new Entry(entryKey(skill, compilation.config.config.frontmatter !== undefined), index, (depth) => manifestSkill(skill, index, depth))),
+    skills: new Each(ordered, (skill, index) => new Entry(keyed ? entryKey(skill, compilation.config.config.frontmatter !== undefined) : undefined, index, (depth) => manifestSkill(skill, index, depth))),
     diagnostics: compilation.diagnostics,
     // Last, so it covers every other file of the bundle.
     hashes: { inputs, outputs },

@@ -37,10 +37,11 @@ export interface EntryPart {
 /**
  * An `Each` element that is a skill's entry: written as an `EntryPart` whose parts are the element's JSON, made by
  * `write` (a writer for its shape, given the depth of the elements: what `jsonParts` of the same value gives).
+ * Without a key (no build cache will keep where the entry is, so no later bundle copies it), written as those parts.
  */
 export class Entry {
   constructor(
-    readonly key: string,
+    readonly key: string | undefined,
     readonly body: number,
     readonly write: (depth: number) => Iterable<Part>,
   ) {}
@@ -129,7 +130,10 @@ function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Gener
   for (let index = 0; index < each.items.length; index++) {
     yield `${index === 0 ? "[" : ","}${newline}`;
     const element = each.map(each.items[index]!, index);
-    if (element instanceof Entry) yield { entry: element.key, body: element.body, parts: lazyParts(() => element.write(depth)) };
+    if (element instanceof Entry) {
+      if (element.key === undefined) yield* element.write(depth);
+      else yield { entry: element.key, body: element.body, parts: lazyParts(() => element.write(depth)) };
+    }
     else yield* jsonParts(element, style, depth);
   }
   yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
