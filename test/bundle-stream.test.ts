@@ -82,13 +82,17 @@ describe("JSON in parts", () => {
     expect(jsonText({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE)).toBe('{"9":3,"10":2,"a":4,"b":1}');
   });
 
-  it("jsonString is JSON.stringify of any text, line breaks, quotes, control characters and lone surrogates included", () => {
-    const text = fc.string({ unit: fc.oneof(fc.constantFrom("\n", '"', "\\", "\t", "\r", "\u0000", "\u001f", "\u2028", "\ud800", "\udc00", "é", "😀", "a"), fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code))) });
+  it("jsonString is JSON.stringify of any text, line breaks, quotes, control characters and lone surrogates included; for ASCII text, its ASCII form too", () => {
+    const unit = fc.constantFrom("\n", '"', "\\", "\t", "\r", "\u0000", "\u001f", "\u007f", "\u2028", "\ud800", "\udc00", "é", "😀", "a");
+    const ascii = fc.oneof(fc.constantFrom("\n", '"', "\\", "\t", "\r", "\u0000", "\u001f", "\u007f", "a"), fc.integer({ min: 0, max: 0x7f }).map((code) => String.fromCharCode(code)));
+    const text = fc.oneof(fc.string({ unit: fc.oneof(unit, fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code))) }), fc.string({ unit: ascii }));
     fc.assert(
       fc.property(text, (value) => {
-        expect(jsonString(value)).toBe(JSON.stringify(value));
+        const { json, ascii } = jsonString(value);
+        expect(json).toBe(JSON.stringify(value));
+        expect(ascii).toBe(/^[\u0000-\u007f]*$/.test(value) ? json : undefined);
       }),
-      { numRuns: 2000, seed: 13 },
+      { numRuns: 3000, seed: 13 },
     );
   });
 

@@ -263,13 +263,13 @@ export function renderBundle(
     if ("sameAs" in file) twins.push(file);
     else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path), file.path !== last));
   }
-  const escaped: { json?: string; ascii?: string } = {};
+  let escaped: { json: string; ascii: string | undefined } | undefined;
   const bodyText = (part: BodyPart) => {
-    escaped.json ??= jsonString(bundle.bodies[part.body]!.text());
+    escaped ??= jsonString(bundle.bodies[part.body]!.text());
     return part.ascii ? (escaped.ascii ??= asciiOnly(escaped.json)) : escaped.json;
   };
   for (let body = 0; body < bundle.bodies.length; body++) {
-    escaped.json = escaped.ascii = undefined;
+    escaped = undefined;
     for (const writer of writers.values()) writer.advance(body, bundle.bodies[body]!.hash, bodyText);
   }
   for (const writer of writers.values()) writer.advance(Infinity, "", bodyText);
