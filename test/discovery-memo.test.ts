@@ -75,6 +75,36 @@ describe("a watching session's discovery", () => {
     expect((await rebuild([guide])).cache.listed).toBe(0);
   });
 
+  it("a linked file saved by rename, build after build: each save updates the skill that links to it (the index follows its new identity)", async () => {
+    const now = Date.now.bind(Date);
+    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+    const { dir, rebuild } = await project();
+    await symlink("../beta/references/guide.md", join(dir, "skills/alpha/guide.md"));
+    await rebuild([join(dir, "skills/alpha/guide.md")]);
+    const guide = join(dir, "skills/beta/references/guide.md");
+    for (const text of ["# Guide, saved once\n", "# Guide, saved twice\n", "# Guide, saved three times\n"]) {
+      await writeFile(`${guide}.tmp`, text);
+      await rename(`${guide}.tmp`, guide);
+      const result = await rebuild([`${guide}.tmp`, guide]);
+      expect(result.cache.listed).toBe(0);
+      const alpha = result.agents[0]!.skills.find((skill) => skill.name === "alpha")!;
+      expect(alpha.files.find((file) => file.path === "guide.md")!.size).toBe(Buffer.byteLength(text));
+    }
+  });
+
+  it("a root the config adds is walked, and an edit there is seen by the next build (the index covers the new root)", async () => {
+    const now = Date.now.bind(Date);
+    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+    const { dir, rebuild } = await project();
+    await writeTree(dir, { "more/delta/SKILL.md": skillMd("delta") });
+    const config = join(dir, "skills.config.json");
+    await writeFile(config, JSON.stringify({ location: "relative", agents: { main: { skills: [{ root: "skills" }, { root: "more" }] } } }));
+    expect((await rebuild([config])).agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta", "delta"]);
+    const delta = join(dir, "more/delta/SKILL.md");
+    await writeFile(delta, skillMd("delta", "Edited delta."));
+    expect((await rebuild([delta])).agents[0]!.skills.find((skill) => skill.name === "delta")!.description).toBe("Edited delta.");
+  });
+
   it("a skill added, a folder renamed, a .gitignore written: walked again", async () => {
     const { dir, rebuild } = await project();
     await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") });

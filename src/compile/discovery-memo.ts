@@ -21,8 +21,14 @@ export class DiscoveryMemo {
   private listings = new Map<string, RootListing>();
   /** Each folder the listings list: its entries, and its stats taken just before it was listed. */
   private folders = new Map<string, ListedFolder>();
-  /** Each skill file (absolute, as discovered) of `listings`, with its root, its skill's index there and its path in the skill folder; and every folder listed. */
+  /**
+   * Each skill file (absolute, as discovered) of `listings`, with its root, its skill's index there and its path in
+   * the skill folder; every folder listed; and the files by identity. Kept while builds go by the listings it indexes
+   * (only files' contents changed): ~50 ms and 13 MB to make at 10,000 skills.
+   */
   private index: { files: Map<string, { root: string; skill: number; path: string }>; folders: Set<string>; byIdentity: Map<string, string[]> } | undefined;
+  /** The listings `takeListings` last gave out while `index` indexes them (with the identities it took again). */
+  private given: ReadonlyMap<string, RootListing> | undefined;
   /** Paths changed since the last build. */
   private changed = new Set<string>();
 
@@ -41,14 +47,18 @@ export class DiscoveryMemo {
     const index = changed.size > 0 ? this.indexOf() : undefined;
     this.changed = new Set();
     this.listings = new Map();
+    this.given = undefined;
+    if (!index) return (this.given = last);
+    // Taken apart here: given up unless the listings are made whole again below.
     this.index = undefined;
-    if (!index) return last;
     const updated = new Map<string, Map<number, DiscoveredSkill>>();
     const identify = (path: string, stats: FileStats) => {
       const found = index.files.get(path)!;
       const skills = updated.get(found.root) ?? updated.set(found.root, new Map()).get(found.root)!;
       const skill = skills.get(found.skill) ?? { ...last.get(found.root)!.skills[found.skill]! };
-      skill.identities = new Map(skill.identities).set(found.path, fileStatsOf(stats));
+      const identity = fileStatsOf(stats);
+      moveIdentity(index.byIdentity, path, skill.identities.get(found.path)!, identity);
+      skill.identities = new Map(skill.identities).set(found.path, identity);
       skills.set(found.skill, skill);
     };
     for (const path of changed) {
@@ -73,7 +83,8 @@ export class DiscoveryMemo {
       const listing = listings.get(root)!;
       listings.set(root, { ...listing, skills: listing.skills.map((skill, index) => skills.get(index) ?? skill) });
     }
-    return listings;
+    this.index = index;
+    return (this.given = listings);
   }
 
   /**
@@ -88,9 +99,12 @@ export class DiscoveryMemo {
         if (seen) folders.set(folder, seen);
       }
     }
+    // The index still holds while the build went by the listings given it, each as it was given.
+    const given = this.given;
+    if (!given || given.size !== listings.size || [...listings].some(([root, listing]) => given.get(root) !== listing)) this.index = undefined;
+    this.given = undefined;
     this.listings = new Map(listings);
     this.folders = folders;
-    this.index = undefined;
   }
 
   /**
@@ -195,6 +209,17 @@ function entriesOf(entries: readonly FolderEntry[]): string {
 
 function identityKey(identity: FileStats): string {
   return `${identity.dev}:${identity.ino}`;
+}
+
+/** Files `byIdentity` by the identity they have now: `path` moved from `before`'s to `after`'s (an editor's save makes a new file). */
+function moveIdentity(byIdentity: Map<string, string[]>, path: string, before: FileStats, after: FileStats): void {
+  const from = identityKey(before);
+  const to = identityKey(after);
+  if (from === to) return;
+  const left = (byIdentity.get(from) ?? []).filter((other) => other !== path);
+  if (left.length > 0) byIdentity.set(from, left);
+  else byIdentity.delete(from);
+  byIdentity.set(to, [...(byIdentity.get(to) ?? []).filter((other) => other !== path), path]);
 }
 
 function isSame(before: FileStats, now: FileStats): boolean {
