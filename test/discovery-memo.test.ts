@@ -92,6 +92,28 @@ describe("a watching session's discovery", () => {
     }
   });
 
+  it("a skill of thousands of links to one file: an edit of that file is found through each of them in linear time", { timeout: 60_000 }, async () => {
+    const { dir, session, rebuild } = await project();
+    const links = 8000;
+    await Promise.all(Array.from({ length: links }, (_, index) => symlink("references/guide.md", join(dir, `skills/beta/link-${index}.md`))));
+    await rebuild([join(dir, "skills/beta")]);
+    const guide = join(dir, "skills/beta/references/guide.md");
+    // Each build after an edit finds the file again at every link: copying the skill's identities (or the list of
+    // paths of that identity) once per link would cost links² (64 million entries copied, seconds), not links.
+    for (const text of ["# Guide, saved once\n", "# Guide, saved twice\n"]) {
+      await writeFile(`${guide}.tmp`, text);
+      await rename(`${guide}.tmp`, guide);
+      session.noteChanges([`${guide}.tmp`, guide]);
+      const started = performance.now();
+      const result = await buildInSession({ cwd: dir }, session);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      await expectClean(dir, result);
+      expect(result.cache.listed).toBe(0);
+      const beta = result.agents[0]!.skills.find((skill) => skill.name === "beta")!;
+      expect(beta.files.filter((file) => file.size === Buffer.byteLength(text))).toHaveLength(links + 1);
+    }
+  });
+
   it("a root the config adds is walked, and an edit there is seen by the next build (the index covers the new root)", async () => {
     const now = Date.now.bind(Date);
     vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);

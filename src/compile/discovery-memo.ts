@@ -26,7 +26,7 @@ export class DiscoveryMemo {
    * the skill folder; every folder listed; and the files by identity. Kept while builds go by the listings it indexes
    * (only files' contents changed): ~50 ms and 13 MB to make at 10,000 skills.
    */
-  private index: { files: Map<string, { root: string; skill: number; path: string }>; folders: Set<string>; byIdentity: Map<string, string[]> } | undefined;
+  private index: { files: Map<string, { root: string; skill: number; path: string }>; folders: Set<string>; byIdentity: Map<string, Set<string>> } | undefined;
   /** The listings `takeListings` last gave out while `index` indexes them (with the identities it took again). */
   private given: ReadonlyMap<string, RootListing> | undefined;
   /** Paths changed since the last build. */
@@ -55,11 +55,16 @@ export class DiscoveryMemo {
     const identify = (path: string, stats: FileStats) => {
       const found = index.files.get(path)!;
       const skills = updated.get(found.root) ?? updated.set(found.root, new Map()).get(found.root)!;
-      const skill = skills.get(found.skill) ?? { ...last.get(found.root)!.skills[found.skill]! };
+      let skill = skills.get(found.skill);
+      if (!skill) {
+        // Copied once a build: a skill of 10,000 links to one file has them all found again.
+        const before = last.get(found.root)!.skills[found.skill]!;
+        skill = { ...before, identities: new Map(before.identities) };
+        skills.set(found.skill, skill);
+      }
       const identity = fileStatsOf(stats);
       moveIdentity(index.byIdentity, path, skill.identities.get(found.path)!, identity);
-      skill.identities = new Map(skill.identities).set(found.path, identity);
-      skills.set(found.skill, skill);
+      skill.identities.set(found.path, identity);
     };
     for (const path of changed) {
       const found = index.files.get(path);
@@ -70,7 +75,8 @@ export class DiscoveryMemo {
       const stats = lstatSync(path, { bigint: true, throwIfNoEntry: false });
       if (!stats?.isFile() || !this.sameEntries(dirname(path))) return new Map();
       // The same file found at other paths (through a link to it, or a hard link): found again there too.
-      for (const other of index.byIdentity.get(identityKey(last.get(found.root)!.skills[found.skill]!.identities.get(found.path)!)) ?? []) {
+      // A copy: `identify` moves each to the set of its new identity.
+      for (const other of [...(index.byIdentity.get(identityKey(last.get(found.root)!.skills[found.skill]!.identities.get(found.path)!)) ?? [])]) {
         if (other === path) continue;
         const now = statSync(other, { bigint: true, throwIfNoEntry: false });
         if (!now?.isFile()) return new Map();
@@ -174,7 +180,7 @@ export class DiscoveryMemo {
     if (!this.index) {
       const files = new Map<string, { root: string; skill: number; path: string }>();
       const folders = new Set<string>();
-      const byIdentity = new Map<string, string[]>();
+      const byIdentity = new Map<string, Set<string>>();
       for (const [root, listing] of this.listings) {
         for (const folder of listing.folders) folders.add(folder);
         listing.skills.forEach((skill, index) => {
@@ -183,7 +189,8 @@ export class DiscoveryMemo {
             const file = pathIn(folder, path);
             files.set(file, { root, skill: index, path });
             const key = identityKey(identity);
-            byIdentity.set(key, [...(byIdentity.get(key) ?? []), file]);
+            // Sets: a root of 10,000 links to one file must not cost 10,000 copies of a growing list.
+            (byIdentity.get(key) ?? byIdentity.set(key, new Set()).get(key)!).add(file);
           }
         });
       }
@@ -212,14 +219,14 @@ function identityKey(identity: FileStats): string {
 }
 
 /** Files `byIdentity` by the identity they have now: `path` moved from `before`'s to `after`'s (an editor's save makes a new file). */
-function moveIdentity(byIdentity: Map<string, string[]>, path: string, before: FileStats, after: FileStats): void {
+function moveIdentity(byIdentity: Map<string, Set<string>>, path: string, before: FileStats, after: FileStats): void {
   const from = identityKey(before);
   const to = identityKey(after);
   if (from === to) return;
-  const left = (byIdentity.get(from) ?? []).filter((other) => other !== path);
-  if (left.length > 0) byIdentity.set(from, left);
-  else byIdentity.delete(from);
-  byIdentity.set(to, [...(byIdentity.get(to) ?? []).filter((other) => other !== path), path]);
+  const left = byIdentity.get(from);
+  left?.delete(path);
+  if (left?.size === 0) byIdentity.delete(from);
+  (byIdentity.get(to) ?? byIdentity.set(to, new Set()).get(to)!).add(path);
 }
 
 function isSame(before: FileStats, now: FileStats): boolean {
