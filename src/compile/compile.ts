@@ -124,18 +124,104 @@ export const WORKER_MIN_FILES = 5000;
 export async function compile(loaded: LoadedConfig, options: CompileOptions = {}): Promise<Compilation> {
   const { config, dir: configDir } = loaded;
   const display = (path: string) => relativeTo(configDir, path);
-  const findings: Finding[] = [];
-  const outDir = options.outDir ?? resolve(configDir, config.outDir);
+  const context: CompileContext = {
+    loaded,
+    options,
+    outDir: options.outDir ?? resolve(configDir, config.outDir),
+    display,
+    configFile: display(loaded.file),
+    configFinding: loaded.implicit ? undefined : display(loaded.file),
+    findings: [],
+  };
+  const { findings } = context;
 
   // Only when asked for; started first, so that the encoding loads (in its worker) while the skills are read.
   const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object" && "tokens" in agent.budget);
   const encoding = config.tokens?.encoding ?? DEFAULT_TOKEN_ENCODING;
-  const counter = countsTokens ? tokenCounter(encoding, options.cache?.tokenCounts(encoding)) : undefined;
-  const counting: Promise<void>[] = [];
+  const tokens: AgentTokens = { encoding, counter: countsTokens ? tokenCounter(encoding, options.cache?.tokenCounts(encoding)) : undefined, counting: [] };
 
+  const { listings, listed, plans, byFile, verified } = discoverSkills(context);
+  options.afterDiscovery?.();
+  // A cold build hashes the skills' other files in a worker thread while this one reads and parses the SKILL.md
+  // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
+  // by their signature and the few that changed are hashed here, when needed.
+  const hashedInWorker =
+    !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES ? hashInWorker(hashRequests(verified, byFile)) : undefined;
+  const { validByFile, skillFileHashes } = checkSkillFiles(context, byFile);
+  const linksChecked = new Set<string>(); // a skill reached by two sources has its links checked once
+  for (const found of plans.flatMap((plan) => plan.skills)) {
+    const valid = validByFile.get(found.file);
+    if (!valid || linksChecked.has(found.file)) continue;
+    linksChecked.add(found.file);
+    findings.push(...brokenLinks(valid.displayFile, valid.links, found.files));
+  }
+  const selections = selectAgents(context, plans, validByFile);
+  const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
+  const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
+  const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, context.configFile, findings)));
+  const agents = await Promise.all(
+    selections.map((selection, index) =>
+      compileAgent(context, selection, contexts[index]!, layout === "per-agent" ? stagingFolders(selection.selected, `agents/${selection.id}/skills`) : sharedDirs, tokens),
+    ),
+  );
+
+  for (const agent of agents) append(findings, agentContentFindings(agent, context.configFile));
+  if (ruleOnAnywhere(config, "body-too-long")) append(findings, await bodyLengthFindings([...validByFile.values()], encoding));
+  const hashed = new Map<string, HashOutcome>();
+  for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
+  hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
+  selections.forEach(({ id, agent, selected }, index) => {
+    if (agent.files === "embed" || agent.publish) append(findings, serveSkills(id, agents[index]!, selected));
+  });
+  await Promise.all(tokens.counting);
+  const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((agentContext) => agentContext.files.map(({ file }) => join(configDir, file))) };
+  options.discovery?.remember(listings, listed!);
+  return { config: loaded, outDir: context.outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
+}
+
+/** What the stages of one compilation share. */
+interface CompileContext {
+  loaded: LoadedConfig;
+  options: CompileOptions;
+  outDir: string;
+  /** A path as findings and records name it: relative to the config folder. */
+  display: (path: string) => string;
+  /** The config file, as findings name it. */
+  configFile: string;
+  /** What findings about the config name: nothing without one (`skills check PATH…`). */
+  configFinding: string | undefined;
+  /** Every finding so far, in the order they are made. */
+  findings: Finding[];
+}
+
+/** A SKILL.md that discovery found: its folder's name, its root-relative folder, its path and the identity verified. */
+interface SkillToCheck {
+  folder: string;
+  dir: string;
+  file: string;
+  stats: FileStats;
+}
+
+/** A SKILL.md that passed its checks: what its skill is, whichever source found it. */
+type ValidSkill = Omit<RootSkill, "dir" | "files">;
+
+/** Token counting, when the config asks for it: the counter, its encoding, and the counts on their way. */
+interface AgentTokens {
+  encoding: TokenEncoding;
+  counter: ReturnType<typeof tokenCounter> | undefined;
+  counting: Promise<void>[];
+}
+
+/**
+ * Walks the roots (or takes a watching session's listings): the skills each source finds, each SKILL.md once (a
+ * file reached through two roots, one nested in the other, is read and checked once), and every skill file with
+ * the identity discovery verified inside its root. `listed`: each folder listed, with its entries and its stats
+ * just before, for a watching session to go by next time.
+ */
+function discoverSkills(context: CompileContext) {
+  const { loaded, options, outDir, display, findings } = context;
   const listings = new Map<string, RootListing>();
   const taken = options.statsTaken;
-  /** Each folder listed, with its entries and its stats just before: what a watching session goes by next time. */
   const listed = options.discovery && new Map<string, ListedFolder>();
   const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir), listed));
   const remembered = options.discovery?.takeListings();
@@ -151,13 +237,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     return listing;
   };
   const plans = planSources(loaded, discover);
-  const configFile = display(loaded.file);
-  /** What findings about the config name: nothing without one (`skills check PATH…`). */
-  const configFinding = loaded.implicit ? undefined : configFile;
   const sourceLabel = (plan: SourcePlan) => sourceName(loaded, plan.agent, plan.index);
-  append(findings, rootFindings(plans, loaded, configFinding, sourceLabel));
-  // A file reached through two roots (one nested in the other) is read and checked once.
-  const byFile = new Map<string, { folder: string; dir: string; file: string; stats: FileStats }>();
+  append(findings, rootFindings(plans, loaded, context.configFinding, sourceLabel));
+  const byFile = new Map<string, SkillToCheck>();
   const verified = new Map<string, FileStats>();
   for (const listing of listings.values()) append(findings, listing.findings);
   for (const plan of plans) {
@@ -172,76 +254,84 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     }
   }
   append(findings, unbuiltFindings(plans, new Set(byFile.keys()), display, sourceLabel));
-  options.afterDiscovery?.();
-  // A cold build hashes the skills' other files in a worker thread while this one reads and parses the SKILL.md
-  // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
-  // by their signature and the few that changed are hashed here, when needed.
-  const hashedInWorker =
-    !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES ? hashInWorker(hashRequests(verified, byFile)) : undefined;
-  const validByFile = new Map<string, Omit<RootSkill, "dir" | "files">>();
-  const customFields = config.frontmatter && declaredFields(config.frontmatter);
+  return { listings, listed, plans, byFile, verified };
+}
+
+/** Each SKILL.md read, parsed and validated, or its outcome taken from the build cache: the valid ones, and each one's size and sha256. */
+function checkSkillFiles(context: CompileContext, byFile: ReadonlyMap<string, SkillToCheck>) {
+  const { frontmatter } = context.loaded.config;
+  const customFields = frontmatter && declaredFields(frontmatter);
+  const validByFile = new Map<string, ValidSkill>();
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
-  const checkFile = ({ file, folder, stats }: { file: string; folder: string; stats: FileStats }) => {
-    const displayFile = display(file);
-    const cache = options.cache;
-    // With its signature unchanged, the file is not read: its hash and outcome come from the cache, and its bytes
-    // are read (and checked against that hash) only if something needs them.
-    let known = cache?.knownFile(displayFile, stats);
-    let bytes: Uint8Array | undefined;
-    if (!known) {
-      const read = readSkillBytes(file, stats);
-      if (!("bytes" in read)) {
-        findings.push({ ...read, file: displayFile });
-        cache?.unrecorded();
-        return;
-      }
-      bytes = read.bytes;
-      known = { size: Number(read.stats.size), sha256: sha256Hex(bytes) };
-      // A file over the size limit is read only in part, so its hash cannot tell that it changed.
-      if (known.size === bytes.byteLength) cache?.recordFile(displayFile, read.stats, known.size, known.sha256);
-      else cache?.unrecorded();
-    }
-    const { size, sha256: hash } = known;
-    skillFileHashes.set(file, known);
-    const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats);
-    const validate = () =>
-      validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), {
-        descriptionFallback: config.descriptionFallback,
-        customFields,
-        locate: (path) => {
-          const located = locateInFrontmatter(bytesNow(), path);
-          return located.found ? (located.keyAt ?? located.valueAt) : undefined;
-        },
-      });
-    const validated = cache && (bytes === undefined || size === bytes.byteLength) ? cache.skill(displayFile, folder, hash, validate) : validate();
-    findings.push(...validated.findings);
-    if (config.preset === "agentskills") findings.push(...agentSkillsFindings(displayFile, folder, new TextDecoder().decode(bytesNow())));
-    // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.
-    let { content } = validated;
-    if (content && config.frontmatter) {
-      const checked = checkCustomFields(displayFile, config.frontmatter, content, (path) => locateInFrontmatter(bytesNow(), path));
-      content = checked.content;
-      findings.push(...checked.findings);
-    }
-    if (!content) return;
-    const { body, ...metadata } = content;
-    // The frontmatter as written is for the skills an agent serves (few, if any): read and parsed again when asked for.
-    const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
-    validByFile.set(file, withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats)))));
-  };
   let done = 0;
   for (const skill of byFile.values()) {
-    checkFile(skill);
-    options.onProgress?.({ done: ++done, total: byFile.size });
+    const valid = checkSkillFile(context, skill, customFields, skillFileHashes);
+    if (valid) validByFile.set(skill.file, valid);
+    context.options.onProgress?.({ done: ++done, total: byFile.size });
   }
-  const linksChecked = new Set<string>(); // a skill reached by two sources has its links checked once
-  for (const found of plans.flatMap((plan) => plan.skills)) {
-    const valid = validByFile.get(found.file);
-    if (!valid || linksChecked.has(found.file)) continue;
-    linksChecked.add(found.file);
-    findings.push(...brokenLinks(valid.displayFile, valid.links, found.files));
+  return { validByFile, skillFileHashes };
+}
+
+/** One SKILL.md's checks (its findings go to the context's); its skill when it passed them. */
+function checkSkillFile(
+  { loaded, options, display, findings }: CompileContext,
+  { file, folder, stats }: SkillToCheck,
+  customFields: ReturnType<typeof declaredFields> | undefined,
+  skillFileHashes: Map<string, { size: number; sha256: string }>,
+): ValidSkill | undefined {
+  const { config } = loaded;
+  const displayFile = display(file);
+  const cache = options.cache;
+  // With its signature unchanged, the file is not read: its hash and outcome come from the cache, and its bytes
+  // are read (and checked against that hash) only if something needs them.
+  let known = cache?.knownFile(displayFile, stats);
+  let bytes: Uint8Array | undefined;
+  if (!known) {
+    const read = readSkillBytes(file, stats);
+    if (!("bytes" in read)) {
+      findings.push({ ...read, file: displayFile });
+      cache?.unrecorded();
+      return undefined;
+    }
+    bytes = read.bytes;
+    known = { size: Number(read.stats.size), sha256: sha256Hex(bytes) };
+    // A file over the size limit is read only in part, so its hash cannot tell that it changed.
+    if (known.size === bytes.byteLength) cache?.recordFile(displayFile, read.stats, known.size, known.sha256);
+    else cache?.unrecorded();
   }
-  const selections = Object.entries(config.agents).map(([id, agent]) => {
+  const { size, sha256: hash } = known;
+  skillFileHashes.set(file, known);
+  const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats);
+  const validate = () =>
+    validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), {
+      descriptionFallback: config.descriptionFallback,
+      customFields,
+      locate: (path) => {
+        const located = locateInFrontmatter(bytesNow(), path);
+        return located.found ? (located.keyAt ?? located.valueAt) : undefined;
+      },
+    });
+  const validated = cache && (bytes === undefined || size === bytes.byteLength) ? cache.skill(displayFile, folder, hash, validate) : validate();
+  findings.push(...validated.findings);
+  if (config.preset === "agentskills") findings.push(...agentSkillsFindings(displayFile, folder, new TextDecoder().decode(bytesNow())));
+  // The custom fields are checked outside the cache: a zod schema (its refinements, its defaults) has no digest.
+  let { content } = validated;
+  if (content && config.frontmatter) {
+    const checked = checkCustomFields(displayFile, config.frontmatter, content, (path) => locateInFrontmatter(bytesNow(), path));
+    content = checked.content;
+    findings.push(...checked.findings);
+  }
+  if (!content) return undefined;
+  const { body, ...metadata } = content;
+  // The frontmatter as written is for the skills an agent serves (few, if any): read and parsed again when asked for.
+  const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
+  return withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats))));
+}
+
+/** Each agent's selection from what its sources found; `agent-empty` for one left with no skill. */
+function selectAgents(context: CompileContext, plans: readonly SourcePlan[], validByFile: ReadonlyMap<string, ValidSkill>) {
+  const { loaded, configFinding, findings } = context;
+  return Object.entries(loaded.config.agents).map(([id, agent]) => {
     const sources = plans.filter((plan) => plan.agent === id).map((plan): SourceView => {
       const skills: RootSkill[] = [];
       const failed: string[] = [];
@@ -260,112 +350,116 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     if (empty) findings.push(empty);
     return { id, agent, selected: selection.selected, notAllowed: selection.notAllowed };
   });
-  const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
-  const sharedDirs = layout === "shared" ? stagingFolders(selections.flatMap(({ selected }) => selected), "skills") : undefined;
-  const contexts = await Promise.all(selections.map(({ id, agent }) => readContext(id, agent.context, configDir, configFile, findings)));
+}
 
-  const agents: CompiledAgent[] = await Promise.all(selections.map(async ({ id, agent, selected, notAllowed }, index): Promise<CompiledAgent> => {
-    const stagedDirs = layout === "per-agent" ? stagingFolders(selected, `agents/${id}/skills`) : sharedDirs;
-    const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
-      const staged = stagedDirs?.get(skill.file);
-      const stagedFile = staged && join(outDir, staged, "SKILL.md");
-      return withBody({
-        name: skill.name,
-        description: skill.description,
-        ...(stagedFile ? locate(stagedFile, display(stagedFile), config.location, `${staged}/SKILL.md`) : locate(skill.file, skill.displayFile, config.location)),
-        mode,
-        source,
-        file: skill.displayFile,
-        fields: skill.fields,
-        extra: skill.extra,
-        hash: skill.hash,
-        files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
-        sourceDir: dirname(skill.file),
-        ...(staged ? { staged } : {}),
-        listed: false, // settled below, once the budget is applied
-      }, () => skill.body);
-    });
-    const context = contexts[index]!;
-    const format = agent.format ?? config.format;
-    const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill): PromptSkill => withBody({ name: skill.name, description: skill.description, location: skill.location, baseDir: skill.baseDir, mode: skill.mode, hidden: isHidden(skill) }, () => skill.body));
-    const tool = agent.tool && { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style };
-    const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: agent.catalogue ?? "prompt", tool: tool ?? DEFAULT_TOOL };
-    if (typeof format !== "string" && agent.catalogue === "tool") {
-      throw new ConfigError(loaded.file, `agents.${id}.catalogue: "tool" needs a named format ("pi" or "markdown") to write the catalogue: a format function writes the whole prompt`);
-    }
-    const render: {
-      catalogue(skills: readonly AgentSkill[]): string;
-      prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number; toolDescription?: string };
-    } =
-      typeof format === "string"
-        ? {
-            catalogue: (skills) => renderCatalogue(format, promptSkills(skills), invocation),
-            prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text, invocation),
-          }
-        : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
-    // A budget drops skills from the catalogue only: they stay the agent's, found by name (a user may still invoke them).
-    let listed = all;
-    let budget: CompiledAgent["budget"];
-    const applied = agentBudget(agent.budget, loaded.environmentBudget);
-    if (applied !== undefined) {
-      const { limit, unit } = applied;
-      const size = async (skills: readonly AgentSkill[]) => (unit === "tokens" ? (await counter!.count([render.catalogue(skills)]))[0]! : render.catalogue(skills).length);
-      const { kept, dropped, before, after } = await applyBudget(all, limit, size);
-      listed = kept;
-      budget = { limit, unit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) };
-      if (dropped.length > 0) {
-        const units = unit === "tokens" ? `${encoding} tokens` : "characters";
-        const setting = agent.budget === undefined ? ` (${BUDGET_VARIABLE})` : typeof agent.budget === "object" && "contextWindow" in agent.budget ? ` (2% of a ${agent.budget.contextWindow}-token context window)` : "";
-        findings.push({
-          code: "budget-exceeded",
-          file: configFile,
-          message:
-            `agent "${id}": the catalogue takes ${before} ${units}, over its budget of ${limit}${setting}; ` +
-            `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order from it, leaving ${after}: ` +
-            dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
-          hint: "Dropped skills are still invoked by name. Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
-        });
-      }
-    }
-    for (const skill of listed) skill.listed = skill.mode === "available" && !isHidden(skill);
-    const { prompt, catalogueCharacters, toolDescription } = render.prompt(listed, context.text);
-    const compiled: CompiledAgent = {
-      id,
-      ...(agent.description === undefined ? {} : { description: agent.description }),
-      format: typeof format === "string" ? format : "function",
-      skills: all,
-      notAllowed: notAllowed.map(({ skill }) => ({ name: skill.name, file: skill.displayFile })),
-      context,
-      prompt,
-      ...(toolDescription === undefined ? {} : { toolDescription }),
-      catalogueCharacters,
-      ...(budget ? { budget } : {}),
-      ...(tool ? { tool } : {}),
-    };
-    if (counter) {
-      const catalogue = render.catalogue(listed);
-      // Most prompts are their catalogue alone: counted once. Awaited below, after the files are hashed.
-      const counted = counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]).then(([promptTokens, catalogueTokens = promptTokens]) => {
-        compiled.tokens = { encoding, prompt: promptTokens!, catalogue: catalogueTokens! };
-      });
-      counted.catch(() => {}); // a failure is thrown where it is awaited, not reported as unhandled while other agents render
-      counting.push(counted);
-    }
-    return compiled;
-  }));
+type AgentSelection = ReturnType<typeof selectAgents>[number];
 
-  for (const agent of agents) append(findings, agentContentFindings(agent, configFile));
-  if (ruleOnAnywhere(config, "body-too-long")) append(findings, await bodyLengthFindings([...validByFile.values()], encoding));
-  const hashed = new Map<string, HashOutcome>();
-  for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);
-  hashSkillFiles(agents, display, findings, skillFileHashes, verified, options.cache, hashed);
-  selections.forEach(({ id, agent, selected }, index) => {
-    if (agent.files === "embed" || agent.publish) append(findings, serveSkills(id, agents[index]!, selected));
+/**
+ * One agent: its skills as it sees them (placed, staged as `stagedDirs` says), the budget applied to its catalogue,
+ * and its prompt rendered; its tokens counted when `tokens` has a counter (awaited with `tokens.counting`).
+ */
+async function compileAgent(
+  context: CompileContext,
+  { id, agent, selected, notAllowed }: AgentSelection,
+  agentContext: CompiledAgent["context"],
+  stagedDirs: ReadonlyMap<string, string> | undefined,
+  tokens: AgentTokens,
+): Promise<CompiledAgent> {
+  const { loaded, outDir, display } = context;
+  const { config } = loaded;
+  const all: AgentSkill[] = selected.map(({ skill, mode, source }) => {
+    const staged = stagedDirs?.get(skill.file);
+    const stagedFile = staged && join(outDir, staged, "SKILL.md");
+    return withBody({
+      name: skill.name,
+      description: skill.description,
+      ...(stagedFile ? locate(stagedFile, display(stagedFile), config.location, `${staged}/SKILL.md`) : locate(skill.file, skill.displayFile, config.location)),
+      mode,
+      source,
+      file: skill.displayFile,
+      fields: skill.fields,
+      extra: skill.extra,
+      hash: skill.hash,
+      files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
+      sourceDir: dirname(skill.file),
+      ...(staged ? { staged } : {}),
+      listed: false, // settled below, once the budget is applied
+    }, () => skill.body);
   });
-  await Promise.all(counting);
-  const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((context) => context.files.map(({ file }) => join(configDir, file))) };
-  options.discovery?.remember(listings, listed!);
-  return { config: loaded, outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
+  const format = agent.format ?? config.format;
+  const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill): PromptSkill => withBody({ name: skill.name, description: skill.description, location: skill.location, baseDir: skill.baseDir, mode: skill.mode, hidden: isHidden(skill) }, () => skill.body));
+  const tool = agent.tool && { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style };
+  const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: agent.catalogue ?? "prompt", tool: tool ?? DEFAULT_TOOL };
+  if (typeof format !== "string" && agent.catalogue === "tool") {
+    throw new ConfigError(loaded.file, `agents.${id}.catalogue: "tool" needs a named format ("pi" or "markdown") to write the catalogue: a format function writes the whole prompt`);
+  }
+  const render: AgentRender =
+    typeof format === "string"
+      ? {
+          catalogue: (skills) => renderCatalogue(format, promptSkills(skills), invocation),
+          prompt: (skills, text) => renderPrompt(format, promptSkills(skills), text, invocation),
+        }
+      : functionFormat(format, { agent: id, ...(agent.description === undefined ? {} : { description: agent.description }) }, agent.format ? `agents.${id}.format` : "format", loaded.file);
+  // A budget drops skills from the catalogue only: they stay the agent's, found by name (a user may still invoke them).
+  const { listed, budget } = await budgetOf(context, id, all, render, tokens);
+  for (const skill of listed) skill.listed = skill.mode === "available" && !isHidden(skill);
+  const { prompt, catalogueCharacters, toolDescription } = render.prompt(listed, agentContext.text);
+  const compiled: CompiledAgent = {
+    id,
+    ...(agent.description === undefined ? {} : { description: agent.description }),
+    format: typeof format === "string" ? format : "function",
+    skills: all,
+    notAllowed: notAllowed.map(({ skill }) => ({ name: skill.name, file: skill.displayFile })),
+    context: agentContext,
+    prompt,
+    ...(toolDescription === undefined ? {} : { toolDescription }),
+    catalogueCharacters,
+    ...(budget ? { budget } : {}),
+    ...(tool ? { tool } : {}),
+  };
+  if (tokens.counter) {
+    const catalogue = render.catalogue(listed);
+    // Most prompts are their catalogue alone: counted once. Awaited with the others, after the files are hashed.
+    const counted = tokens.counter.count(catalogue === prompt ? [prompt] : [prompt, catalogue]).then(([promptTokens, catalogueTokens = promptTokens]) => {
+      compiled.tokens = { encoding: tokens.encoding, prompt: promptTokens!, catalogue: catalogueTokens! };
+    });
+    counted.catch(() => {}); // a failure is thrown where it is awaited, not reported as unhandled while other agents render
+    tokens.counting.push(counted);
+  }
+  return compiled;
+}
+
+/** How an agent's skills become its catalogue and its prompt: by a named format, or by the config's format function. */
+interface AgentRender {
+  catalogue(skills: readonly AgentSkill[]): string;
+  prompt(skills: readonly AgentSkill[], context: string): { prompt: string; catalogueCharacters: number; toolDescription?: string };
+}
+
+/**
+ * The skills an agent's catalogue lists, within its budget (its own, or the environment's), and the budget with
+ * what it dropped; `budget-exceeded` when it dropped any.
+ */
+async function budgetOf(context: CompileContext, id: string, all: AgentSkill[], render: AgentRender, tokens: AgentTokens): Promise<{ listed: AgentSkill[]; budget?: CompiledAgent["budget"] }> {
+  const agent = context.loaded.config.agents[id]!;
+  const applied = agentBudget(agent.budget, context.loaded.environmentBudget);
+  if (applied === undefined) return { listed: all };
+  const { limit, unit } = applied;
+  const size = async (skills: readonly AgentSkill[]) => (unit === "tokens" ? (await tokens.counter!.count([render.catalogue(skills)]))[0]! : render.catalogue(skills).length);
+  const { kept, dropped, before, after } = await applyBudget(all, limit, size);
+  if (dropped.length > 0) {
+    const units = unit === "tokens" ? `${tokens.encoding} tokens` : "characters";
+    const setting = agent.budget === undefined ? ` (${BUDGET_VARIABLE})` : typeof agent.budget === "object" && "contextWindow" in agent.budget ? ` (2% of a ${agent.budget.contextWindow}-token context window)` : "";
+    context.findings.push({
+      code: "budget-exceeded",
+      file: context.configFile,
+      message:
+        `agent "${id}": the catalogue takes ${before} ${units}, over its budget of ${limit}${setting}; ` +
+        `dropped the last ${dropped.length === 1 ? "skill" : `${dropped.length} skills`} in prompt order from it, leaving ${after}: ` +
+        dropped.map((skill) => `${skill.name} (${skill.file})`).join(", "),
+      hint: "Dropped skills are still invoked by name. Raise the agent's `budget`, shorten descriptions, or narrow its sources' `available` patterns or its `allow` list.",
+    });
+  }
+  return { listed: kept, budget: { limit, unit, dropped: dropped.map((skill) => ({ name: skill.name, file: skill.file })) } };
 }
 
 /**
