@@ -46,8 +46,7 @@ export interface ValidationResult {
 export function validateSkill(file: string, folderName: string, parsed: ParsedSkillFile, options: ValidateOptions = {}): ValidationResult {
   const findings = [...parsed.findings];
   if (!parsed.fields) return { findings };
-  const report = (code: Finding["code"], at: Position, message: string, hint?: string) =>
-    findings.push({ code, file, line: at.line, column: at.column, message, ...(hint ? { hint } : {}) });
+  const report: Report = (code, at, message, hint) => findings.push({ code, file, line: at.line, column: at.column, message, ...(hint ? { hint } : {}) });
 
   // A YAML escape can spell half a surrogate pair ("\ud800"), which no UTF-8 file can hold: the prompt file would
   // get U+FFFD where the module keeps the lone half, and getPrompt would differ from prompts/<agent>.txt.
@@ -64,109 +63,118 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
 
   const byKey = new Map<string, FrontmatterField>();
   for (const field of parsed.fields) byKey.set(field.key, field);
-  const top: Position = { line: 1, column: 1 };
-  let skip = false;
+  const name = nameOf(parsed.fields, byKey.get("name"), folderName, report);
+  if (name !== undefined) findings.push(...checkName(file, name, folderName, byKey.get("name")?.valueAt ?? TOP));
+  const description = descriptionOf(parsed, byKey.get("description"), options, report);
+  const { fields, extra } = fieldsOf(parsed.fields, byKey, options, report);
 
-  const nameField = byKey.get("name");
-  let name = folderName;
-  if (nameField === undefined || nameField.value === null || nameField.value === "") {
-    const lookalike = parsed.fields.find((field) => field.key !== "name" && field.key.trim().toLowerCase() === "name");
+  if (name === undefined || description === undefined) return { findings };
+  return { findings, content: { name, description, fields, extra, body: parsed.body, bodyLine: parsed.bodyLine, links: bodyLinks(parsed.body, parsed.bodyLine) } };
+}
+
+/** Adds a finding at a position of the SKILL.md being validated. */
+type Report = (code: Finding["code"], at: Position, message: string, hint?: string) => void;
+
+/** Where a finding about a field that is missing points: the file's start. */
+const TOP: Position = { line: 1, column: 1 };
+
+/** The skill's name: its `name`, or the folder's when there is none; undefined (the skill is left out) when it is no string. */
+function nameOf(all: readonly FrontmatterField[], field: FrontmatterField | undefined, folderName: string, report: Report): string | undefined {
+  if (field === undefined || field.value === null || field.value === "") {
+    const lookalike = all.find((other) => other.key !== "name" && other.key.trim().toLowerCase() === "name");
     report(
       "name-missing",
-      nameField?.keyAt ?? top,
+      field?.keyAt ?? TOP,
       `no \`name\` in the frontmatter; using the folder name "${folderName}"`,
-      lookalike
-        ? `Keys are case-sensitive: rename \`${lookalike.key}:\` on line ${lookalike.keyAt.line} to \`name:\`.`
-        : `Add \`name: ${folderName}\` to the frontmatter.`,
+      lookalike ? `Keys are case-sensitive: rename \`${lookalike.key}:\` on line ${lookalike.keyAt.line} to \`name:\`.` : `Add \`name: ${folderName}\` to the frontmatter.`,
     );
-  } else if (typeof nameField.value !== "string") {
-    skip = true;
-    report("name-type", nameField.valueAt, `\`name\` is a ${typeName(nameField.value)}, not a string`, `Quote it: name: "${String(nameField.value)}"`);
-  } else {
-    name = nameField.value;
+    return folderName;
   }
-  if (!skip) findings.push(...checkName(file, name, folderName, nameField?.valueAt ?? top));
+  if (typeof field.value !== "string") {
+    report("name-type", field.valueAt, `\`name\` is a ${typeName(field.value)}, not a string`, `Quote it: name: "${String(field.value)}"`);
+    return undefined;
+  }
+  return field.value;
+}
 
-  const descriptionField = byKey.get("description");
-  let description = "";
-  const isBlank = descriptionField === undefined || descriptionField.value === null || (typeof descriptionField.value === "string" && descriptionField.value.trim() === "");
+/**
+ * The skill's description: its `description`, or (with `descriptionFallback`) the body's first paragraph when it
+ * is blank; undefined (the skill is left out) when there is none, or it is no string.
+ */
+function descriptionOf(parsed: ParsedSkillFile, field: FrontmatterField | undefined, options: ValidateOptions, report: Report): string | undefined {
+  const isBlank = field === undefined || field.value === null || (typeof field.value === "string" && field.value.trim() === "");
   const fallback = isBlank && options.descriptionFallback === "first-paragraph" ? firstParagraph(parsed.body) : "";
   if (fallback) {
-    description = fallback;
     report(
       "description-fallback",
-      descriptionField?.keyAt ?? top,
-      `${descriptionField ? "`description` is blank" : "no `description` in the frontmatter"}; using the body's first paragraph (${fallback.length} characters)`,
+      field?.keyAt ?? TOP,
+      `${field ? "`description` is blank" : "no `description` in the frontmatter"}; using the body's first paragraph (${fallback.length} characters)`,
       "Write a `description:` saying what the skill does and when to use it; a first paragraph rarely says when.",
     );
-    if (description.length > MAX_DESCRIPTION_LENGTH) {
+    if (fallback.length > MAX_DESCRIPTION_LENGTH) {
       report(
         "description-too-long",
-        descriptionField?.keyAt ?? top,
-        `the description taken from the body's first paragraph is ${description.length} characters, over ${MAX_DESCRIPTION_LENGTH}`,
+        field?.keyAt ?? TOP,
+        `the description taken from the body's first paragraph is ${fallback.length} characters, over ${MAX_DESCRIPTION_LENGTH}`,
         "Write a shorter `description:`, or shorten the body's first paragraph.",
       );
     }
-  } else if (isBlank) {
-    skip = true;
-    const lookalike = parsed.fields.find((field) => field.key !== "description" && field.key.trim().toLowerCase() === "description");
+    return fallback;
+  }
+  if (isBlank) {
+    const lookalike = parsed.fields!.find((other) => other.key !== "description" && other.key.trim().toLowerCase() === "description");
     report(
       "description-missing",
-      descriptionField?.keyAt ?? top,
-      descriptionField ? "`description` is blank" : "no `description` in the frontmatter",
+      field?.keyAt ?? TOP,
+      field ? "`description` is blank" : "no `description` in the frontmatter",
       lookalike
         ? `Keys are case-sensitive: rename \`${lookalike.key}:\` on line ${lookalike.keyAt.line} to \`description:\`.`
         : "Add `description:` saying what the skill does and when to use it; agents choose skills by it.",
     );
-  } else if (typeof descriptionField.value !== "string") {
-    skip = true;
+    return undefined;
+  }
+  if (typeof field.value !== "string") {
     report(
       "description-type",
-      descriptionField.valueAt,
-      `\`description\` is a ${typeName(descriptionField.value)}, not a string`,
+      field.valueAt,
+      `\`description\` is a ${typeName(field.value)}, not a string`,
       "Write the description as text; quote it if YAML reads it as a number, a boolean, a list or a mapping.",
     );
-  } else {
-    description = descriptionField.value;
-    const hidden = HIDDEN_CHARACTER.exec(description)?.[0];
-    if (hidden) {
-      report(
-        "description-invisible",
-        descriptionField.valueAt,
-        `\`description\` contains ${describeHidden(hidden)}: text a reader does not see, or sees reordered, reaches the model as it is`,
-        "Retype the description as plain text; line breaks and tabs are fine.",
-      );
-    }
-    if (description.length > MAX_DESCRIPTION_LENGTH) {
-      report(
-        "description-too-long",
-        descriptionField.valueAt,
-        `\`description\` is ${description.length} characters, over ${MAX_DESCRIPTION_LENGTH}`,
-        "Keep the description to what the skill does and when to use it; move detail into the body.",
-      );
-    }
+    return undefined;
   }
+  const description = field.value;
+  const hidden = HIDDEN_CHARACTER.exec(description)?.[0];
+  if (hidden) {
+    report(
+      "description-invisible",
+      field.valueAt,
+      `\`description\` contains ${describeHidden(hidden)}: text a reader does not see, or sees reordered, reaches the model as it is`,
+      "Retype the description as plain text; line breaks and tabs are fine.",
+    );
+  }
+  if (description.length > MAX_DESCRIPTION_LENGTH) {
+    report(
+      "description-too-long",
+      field.valueAt,
+      `\`description\` is ${description.length} characters, over ${MAX_DESCRIPTION_LENGTH}`,
+      "Keep the description to what the skill does and when to use it; move detail into the body.",
+    );
+  }
+  return description;
+}
 
+/**
+ * The fields besides `name` and `description`: the known ones validated (their defaults filled in), and every
+ * other one, or a known one whose value is invalid, kept under `extra`: nothing is dropped.
+ */
+function fieldsOf(all: readonly FrontmatterField[], byKey: ReadonlyMap<string, FrontmatterField>, options: ValidateOptions, report: Report): { fields: SkillFields; extra: Record<string, unknown> } {
   const fields: SkillFields = {};
   const extra: Record<string, unknown> = {};
-  for (const field of parsed.fields) {
+  for (const field of all) {
     if (field.key === "name" || field.key === "description") continue;
     if (!(OPTIONAL_FIELD_NAMES as readonly string[]).includes(field.key)) {
       defineOwn(extra, field.key, field.value);
-      if (options.customFields?.includes(field.key)) continue;
-      const known = KNOWN_FIELD_NAMES.find((candidate) => candidate.toLowerCase() === field.key.trim().toLowerCase());
-      // A missing `name` or `description` is reported with its lookalike already; any other lookalike is a field
-      // its author meant to set and skillbake would otherwise silently ignore (`field-unknown` is off by default).
-      if (known && (byKey.has(known) || (known !== "name" && known !== "description"))) {
-        report(
-          "field-lookalike",
-          field.keyAt,
-          `\`${field.key}\` is not \`${known}\` (keys are case-sensitive); it is ignored and kept under \`extra\``,
-          byKey.has(known) ? `Remove it: \`${known}\` is set too.` : `Rename it to \`${known}\`.`,
-        );
-      } else {
-        report("field-unknown", field.keyAt, `\`${field.key}\` is not a known frontmatter field; it is kept under \`extra\``, known ? `Did you mean \`${known}\`? Keys are case-sensitive.` : undefined);
-      }
+      if (!options.customFields?.includes(field.key)) reportUnknownField(field, byKey, report);
       continue;
     }
     if (field.value === null) continue; // `field:` with no value means "not set"
@@ -193,11 +201,25 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
       report("field-invalid", at, message, fieldHint(key, field.value));
     }
   }
-
   for (const [key, value] of Object.entries(FIELD_DEFAULTS)) (fields as Record<string, unknown>)[key] ??= value;
+  return { fields, extra };
+}
 
-  if (skip) return { findings };
-  return { findings, content: { name, description, fields, extra, body: parsed.body, bodyLine: parsed.bodyLine, links: bodyLinks(parsed.body, parsed.bodyLine) } };
+/** `field-lookalike` for a field that is a known one but for its case or spacing, else `field-unknown` (off by default). */
+function reportUnknownField(field: FrontmatterField, byKey: ReadonlyMap<string, FrontmatterField>, report: Report): void {
+  const known = KNOWN_FIELD_NAMES.find((candidate) => candidate.toLowerCase() === field.key.trim().toLowerCase());
+  // A missing `name` or `description` is reported with its lookalike already; any other lookalike is a field
+  // its author meant to set and skillbake would otherwise silently ignore.
+  if (known && (byKey.has(known) || (known !== "name" && known !== "description"))) {
+    report(
+      "field-lookalike",
+      field.keyAt,
+      `\`${field.key}\` is not \`${known}\` (keys are case-sensitive); it is ignored and kept under \`extra\``,
+      byKey.has(known) ? `Remove it: \`${known}\` is set too.` : `Rename it to \`${known}\`.`,
+    );
+  } else {
+    report("field-unknown", field.keyAt, `\`${field.key}\` is not a known frontmatter field; it is kept under \`extra\``, known ? `Did you mean \`${known}\`? Keys are case-sensitive.` : undefined);
+  }
 }
 
 /**
