@@ -59,33 +59,65 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
   // keeping a 10,000-skill catalogue's records (~100 MB), each rebuild making ~200 MB of garbage, sat near 700 MB.
   // Collecting at one and a half times keeps it near its first build's size, for a few percent more time per rebuild.
   setFlagsFromString("--heap-growing-percent=50");
+  await new FolderWatcher(options, onBuild, signal).run();
+}
+
+/** A watch session's state: the folders watched, the changes pending, the build running, and what the last build read. */
+class FolderWatcher {
   /** Watched folder → its watcher and the folder's identity, whether discovery lists it, and the names in it that matter besides. */
-  const watched = new Map<string, { watcher: FSWatcher; identity: string } & Interest>();
-  let outDir: string | undefined;
+  private readonly watched = new Map<string, { watcher: FSWatcher; identity: string } & Interest>();
+  private outDir: string | undefined;
   /** Folders of the skills in the bundle: every file in them (and below) is listed in the manifest. */
-  let skillFolders = new Set<string>();
+  private skillFolders = new Set<string>();
   /** The roots (absolute) that were folders at the last build, and the config's own files. */
-  let roots: string[] = [];
-  let configFiles = new Set<string>();
-  let failed: string | undefined;
-  const pending = new Set<string>();
-  let timer: NodeJS.Timeout | undefined;
-  let building: Promise<void> | undefined;
+  private roots: string[] = [];
+  private configFiles = new Set<string>();
+  private failed: string | undefined;
+  private readonly pending = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private building: Promise<void> | undefined;
   /**
    * The config, the build cache and the last discovery, kept between builds: a rebuild reads and hashes only what
    * changed, and walks the roots again only when a change can alter what discovery finds.
    */
-  const session = new BuildSession({ watched: true });
+  private readonly session = new BuildSession({ watched: true });
 
-  const isOwnOutput = (path: string) =>
-    outDir !== undefined && (path === outDir || path.startsWith(outDir + sep) || (dirname(path) === dirname(outDir) && basename(path).startsWith(`.${basename(outDir)}.`)));
+  constructor(
+    private readonly options: BuildOptions,
+    private readonly onBuild: (build: WatchBuild) => void | Promise<void>,
+    private readonly signal: AbortSignal,
+  ) {}
 
-  const isInBundledSkill = (folder: string) => {
+  /** Builds, then watches until the signal aborts; the build cache is saved once the last build has ended. */
+  async run(): Promise<void> {
+    await this.runBuild([]);
+    if (this.watched.size === 0) return; // nothing to watch: the first build could not even load the config
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        clearTimeout(this.timer);
+        for (const { watcher } of this.watched.values()) watcher.close();
+        this.watched.clear();
+        void (this.building ?? Promise.resolve()).finally(() => {
+          this.session.save();
+          resolve();
+        });
+      };
+      if (this.signal.aborted) stop();
+      else this.signal.addEventListener("abort", stop, { once: true });
+    });
+  }
+
+  private isOwnOutput(path: string): boolean {
+    const { outDir } = this;
+    return outDir !== undefined && (path === outDir || path.startsWith(outDir + sep) || (dirname(path) === dirname(outDir) && basename(path).startsWith(`.${basename(outDir)}.`)));
+  }
+
+  private isInBundledSkill(folder: string): boolean {
     for (let current = folder; ; current = dirname(current)) {
-      if (skillFolders.has(current)) return true;
+      if (this.skillFolders.has(current)) return true;
       if (dirname(current) === current) return false;
     }
-  };
+  }
 
   /**
    * Whether a change to `name` in a folder discovery lists can change the build: SKILL.md, .gitignore, a folder
@@ -93,49 +125,50 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
    * bundled skill (the manifest lists and hashes them). Other files (a log beside the skills, say) and what
    * discovery skips (.git, node_modules, dot files and links) cannot.
    */
-  const mattersToDiscovery = (folder: string, name: string) => {
+  private mattersToDiscovery(folder: string, name: string): boolean {
     if (name === "SKILL.md" || name === ".gitignore") return true;
     if (NEVER_WALKED.has(name)) return false;
     const dotEntry = name.startsWith(".");
-    if (!dotEntry && isInBundledSkill(folder)) return true;
+    if (!dotEntry && this.isInBundledSkill(folder)) return true;
     try {
       const stats = lstatSync(join(folder, name));
       return dotEntry ? stats.isDirectory() : !stats.isFile();
     } catch {
       return true; // gone: it may have been a folder
     }
-  };
+  }
 
-  const onChange = (folder: string, name: string | null) => {
-    const entry = watched.get(folder);
+  private onChange(folder: string, name: string | null): void {
+    const entry = this.watched.get(folder);
     if (!entry) return;
-    if (name !== null && !entry.names.has(name) && !(entry.walked && mattersToDiscovery(folder, name))) return;
+    if (name !== null && !entry.names.has(name) && !(entry.walked && this.mattersToDiscovery(folder, name))) return;
     // A watched folder moved or deleted is reported by its own name, as if it held an entry of that name.
     const itself = name === null || (name === basename(folder) && identityOf(join(folder, name)) === undefined);
     const path = itself ? folder : join(folder, name);
-    if (isOwnOutput(path)) return;
-    pending.add(path);
-    schedule();
-  };
+    if (this.isOwnOutput(path)) return;
+    this.pending.add(path);
+    this.schedule();
+  }
 
-  const schedule = (delay = QUIET_MS) => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      if (building) return; // the running build schedules again when it ends
-      building = runBuild([...pending]).then((retryInMs) => {
-        building = undefined;
-        if (!signal.aborted && (retryInMs !== undefined || pending.size > 0)) schedule(retryInMs);
+  private schedule(delay = QUIET_MS): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      if (this.building) return; // the running build schedules again when it ends
+      this.building = this.runBuild([...this.pending]).then((retryInMs) => {
+        this.building = undefined;
+        if (!this.signal.aborted && (retryInMs !== undefined || this.pending.size > 0)) this.schedule(retryInMs);
       });
     }, delay);
-  };
+  }
 
   /** Runs a build and reports it; returns when to try again, for a build another build's lock refused. */
-  const runBuild = async (changed: string[]): Promise<number | undefined> => {
+  private async runBuild(changed: string[]): Promise<number | undefined> {
+    const { pending, session, signal } = this;
     pending.clear();
-    const watching = () => ({ folders: watched.size, ...(failed ? { failed } : {}) });
-    const missingRoots = changed.some((path) => configFiles.has(path)) ? [] : roots.filter((root) => !isFolder(root));
+    const watching = () => ({ folders: this.watched.size, ...(this.failed ? { failed: this.failed } : {}) });
+    const missingRoots = changed.some((path) => this.configFiles.has(path)) ? [] : this.roots.filter((root) => !isFolder(root));
     if (missingRoots.length > 0) {
-      await onBuild({ changed, missingRoots, ms: 0, watching: watching() });
+      await this.onBuild({ changed, missingRoots, ms: 0, watching: watching() });
       return undefined;
     }
     const start = performance.now();
@@ -143,83 +176,69 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
     let error: unknown;
     session.noteChanges(changed);
     try {
-      result = await buildInSession(options, session);
+      result = await buildInSession(this.options, session);
     } catch (caught) {
       error = caught;
     }
     const ms = performance.now() - start;
-    if (result && !signal.aborted) follow(result, changed);
+    if (result && !signal.aborted) this.follow(result, changed);
     const retryInMs = error instanceof OutDirLockedError && changed.length > 0 ? LOCK_RETRY_MS : undefined;
     if (retryInMs !== undefined) for (const path of changed) pending.add(path);
-    await onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
+    await this.onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
     // A change no event told of (made before its folder was watched, or dropped by an overflowing queue) is built next.
     if (result && !signal.aborted) for (const path of session.missedChanges()) pending.add(path);
     return retryInMs;
-  };
+  }
 
   /** Watches what this build read, and stops watching what it no longer reads; `changed`: what started the build. */
-  const follow = (result: BuildResult, changed: readonly string[]) => {
-    outDir = result.outDir;
-    skillFolders = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir)));
+  private follow(result: BuildResult, changed: readonly string[]): void {
+    this.outDir = result.outDir;
+    this.skillFolders = new Set(result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir)));
     const allRoots = Object.values(result.config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, result.config.dir)));
-    roots = [...new Set(allRoots)].filter(isFolder);
-    configFiles = new Set(result.config.inputs);
+    this.roots = [...new Set(allRoots)].filter(isFolder);
+    this.configFiles = new Set(result.config.inputs);
     const wanted = new Map<string, Interest>();
     const interest = (folder: string) => wanted.get(folder) ?? wanted.set(folder, { walked: false, names: new Set() }).get(folder)!;
-    for (const folder of result.inputs.folders) if (!isOwnOutput(folder)) interest(folder).walked = true;
+    for (const folder of result.inputs.folders) if (!this.isOwnOutput(folder)) interest(folder).walked = true;
     // A root's parent, for the root's name: a root that goes away and comes back (a branch switch) is seen.
     for (const file of [...result.config.inputs, ...result.inputs.files, ...allRoots]) interest(dirname(file)).names.add(basename(file));
     // Only a folder at or below a changed path can have been replaced by another since it was watched.
     const mayBeReplaced = (folder: string) => changed.some((path) => folder === path || folder.startsWith(path + sep));
-    for (const [folder, entry] of watched) {
+    for (const [folder, entry] of this.watched) {
       // A folder replaced by another of the same name (moved away and back, checked out anew) is watched anew:
       // the old watch follows the old folder wherever it went.
       if (wanted.has(folder) && (!mayBeReplaced(folder) || identityOf(folder) === entry.identity)) continue;
       entry.watcher.close();
-      watched.delete(folder);
+      this.watched.delete(folder);
     }
-    failed = undefined;
-    for (const [folder, { walked, names }] of wanted) {
-      const entry = watched.get(folder);
-      if (entry) {
-        Object.assign(entry, { walked, names });
-        continue;
-      }
-      try {
-        const identity = identityOf(folder);
-        if (identity === undefined) continue; // gone since the build listed it; its parent's watch saw that
-        const watcher = watch(folder, { persistent: true }, (_event, name) => onChange(folder, name === null ? null : String(name)));
-        // The folder went away (its parent's watch reports that too): stop watching; the rebuild decides.
-        watcher.on("error", () => {
-          watcher.close();
-          watched.delete(folder);
-          pending.add(folder);
-          schedule();
-        });
-        watched.set(folder, { watcher, identity, walked, names });
-      } catch (caught) {
-        const code = (caught as NodeJS.ErrnoException).code;
-        if (code === "ENOENT" || code === "ENOTDIR") continue; // gone since the build listed it; its parent's watch saw that
-        failed ??= code === "ENOSPC" ? "the system's limit on file watches is reached (on Linux, raise fs.inotify.max_user_watches)" : (caught as Error).message;
-      }
+    this.failed = undefined;
+    for (const [folder, interestIn] of wanted) {
+      const entry = this.watched.get(folder);
+      if (entry) Object.assign(entry, interestIn);
+      else this.watchFolder(folder, interestIn);
     }
-  };
+  }
 
-  await runBuild([]);
-  if (watched.size === 0) return; // nothing to watch: the first build could not even load the config
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      clearTimeout(timer);
-      for (const { watcher } of watched.values()) watcher.close();
-      watched.clear();
-      void (building ?? Promise.resolve()).finally(() => {
-        session.save();
-        resolve();
+  /** Starts watching `folder`; a folder gone since the build listed it is left (its parent's watch saw that). */
+  private watchFolder(folder: string, interest: Interest): void {
+    try {
+      const identity = identityOf(folder);
+      if (identity === undefined) return;
+      const watcher = watch(folder, { persistent: true }, (_event, name) => this.onChange(folder, name === null ? null : String(name)));
+      // The folder went away (its parent's watch reports that too): stop watching; the rebuild decides.
+      watcher.on("error", () => {
+        watcher.close();
+        this.watched.delete(folder);
+        this.pending.add(folder);
+        this.schedule();
       });
-    };
-    if (signal.aborted) stop();
-    else signal.addEventListener("abort", stop, { once: true });
-  });
+      this.watched.set(folder, { watcher, identity, ...interest });
+    } catch (caught) {
+      const code = (caught as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return;
+      this.failed ??= code === "ENOSPC" ? "the system's limit on file watches is reached (on Linux, raise fs.inotify.max_user_watches)" : (caught as Error).message;
+    }
+  }
 }
 
 /** A folder's device and inode (undefined: nothing there), to tell a folder from another put in its place. */
