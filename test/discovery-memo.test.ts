@@ -114,6 +114,19 @@ describe("a watching session's discovery", () => {
     }
   });
 
+  it("a build that took the last listings and threw before it remembered its own: the next one walks, and is right", async () => {
+    const { dir, session, rebuild } = await project();
+    const alpha = join(dir, "skills/alpha/SKILL.md");
+    await writeFile(alpha, skillMd("alpha", "Edited alpha."));
+    session.discovery!.noteChanges([alpha]);
+    expect(session.discovery!.takeListings().size).toBe(1); // what a build takes first; this one then threw
+    const beta = join(dir, "skills/beta/SKILL.md");
+    await writeFile(beta, skillMd("beta", "Edited beta."));
+    const result = await rebuild([beta]);
+    expect(result.cache.listed).toBeGreaterThan(0);
+    expect(result.agents[0]!.skills.map((skill) => skill.description)).toEqual(["Edited alpha.", "Edited beta."]);
+  });
+
   it("a root the config adds is walked, and an edit there is seen by the next build (the index covers the new root)", async () => {
     const now = Date.now.bind(Date);
     vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);

@@ -21,14 +21,10 @@ export class DiscoveryMemo {
   private listings = new Map<string, RootListing>();
   /** Each folder the listings list: its entries, and its stats taken just before it was listed. */
   private folders = new Map<string, ListedFolder>();
-  /**
-   * Each skill file (absolute, as discovered) of `listings`, with its root, its skill's index there and its path in
-   * the skill folder; every folder listed; and the files by identity. Kept while builds go by the listings it indexes
-   * (only files' contents changed): ~50 ms and 13 MB to make at 10,000 skills.
-   */
-  private index: { files: Map<string, { root: string; skill: number; path: string }>; folders: Set<string>; byIdentity: Map<string, Set<string>> } | undefined;
-  /** The listings `takeListings` last gave out while `index` indexes them (with the identities it took again). */
-  private given: ReadonlyMap<string, RootListing> | undefined;
+  /** The index of `listings`, kept while builds go by the listings it indexes (only files' contents changed): ~50 ms and 13 MB to make at 10,000 skills. */
+  private index: DiscoveryIndex | undefined;
+  /** The listings `takeListings` last gave out and their index: the index again once the build `remember`s them as they were. */
+  private given: { listings: ReadonlyMap<string, RootListing>; index: DiscoveryIndex | undefined } | undefined;
   /** Paths changed since the last build. */
   private changed = new Set<string>();
 
@@ -43,14 +39,17 @@ export class DiscoveryMemo {
    * and the listings: a build that fails before it `remember`s walks again the next time.
    */
   takeListings(): ReadonlyMap<string, RootListing> {
-    const { changed, listings: last } = this;
-    const index = changed.size > 0 ? this.indexOf() : undefined;
+    const { changed, listings: last, index: kept } = this;
     this.changed = new Set();
     this.listings = new Map();
-    this.given = undefined;
-    if (!index) return (this.given = last);
-    // Taken apart here: given up unless the listings are made whole again below.
+    // Until the build remembers the listings it went by: one that throws first leaves nothing to go by.
     this.index = undefined;
+    this.given = undefined;
+    if (changed.size === 0) {
+      this.given = { listings: last, index: kept };
+      return last;
+    }
+    const index = kept ?? indexOf(last);
     const updated = new Map<string, Map<number, DiscoveredSkill>>();
     const identify = (path: string, stats: FileStats) => {
       const found = index.files.get(path)!;
@@ -89,8 +88,8 @@ export class DiscoveryMemo {
       const listing = listings.get(root)!;
       listings.set(root, { ...listing, skills: listing.skills.map((skill, index) => skills.get(index) ?? skill) });
     }
-    this.index = index;
-    return (this.given = listings);
+    this.given = { listings, index };
+    return listings;
   }
 
   /**
@@ -105,9 +104,10 @@ export class DiscoveryMemo {
         if (seen) folders.set(folder, seen);
       }
     }
-    // The index still holds while the build went by the listings given it, each as it was given.
+    // The index still holds when the build went by the listings given it, each as it was given.
     const given = this.given;
-    if (!given || given.size !== listings.size || [...listings].some(([root, listing]) => given.get(root) !== listing)) this.index = undefined;
+    const same = given !== undefined && given.listings.size === listings.size && [...listings].every(([root, listing]) => given.listings.get(root) === listing);
+    this.index = same ? given.index : undefined;
     this.given = undefined;
     this.listings = new Map(listings);
     this.folders = folders;
@@ -175,29 +175,36 @@ export class DiscoveryMemo {
     }
     return changed;
   }
+}
 
-  private indexOf(): NonNullable<DiscoveryMemo["index"]> {
-    if (!this.index) {
-      const files = new Map<string, { root: string; skill: number; path: string }>();
-      const folders = new Set<string>();
-      const byIdentity = new Map<string, Set<string>>();
-      for (const [root, listing] of this.listings) {
-        for (const folder of listing.folders) folders.add(folder);
-        listing.skills.forEach((skill, index) => {
-          const folder = dirname(skill.file);
-          for (const [path, identity] of skill.identities) {
-            const file = pathIn(folder, path);
-            files.set(file, { root, skill: index, path });
-            const key = identityKey(identity);
-            // Sets: a root of 10,000 links to one file must not cost 10,000 copies of a growing list.
-            (byIdentity.get(key) ?? byIdentity.set(key, new Set()).get(key)!).add(file);
-          }
-        });
+/**
+ * Each skill file (absolute, as discovered) of a watching session's listings, with its root, its skill's index
+ * there and its path in the skill folder; every folder listed; and the files by identity.
+ */
+interface DiscoveryIndex {
+  files: Map<string, { root: string; skill: number; path: string }>;
+  folders: Set<string>;
+  byIdentity: Map<string, Set<string>>;
+}
+
+function indexOf(listings: ReadonlyMap<string, RootListing>): DiscoveryIndex {
+  const files = new Map<string, { root: string; skill: number; path: string }>();
+  const folders = new Set<string>();
+  const byIdentity = new Map<string, Set<string>>();
+  for (const [root, listing] of listings) {
+    for (const folder of listing.folders) folders.add(folder);
+    listing.skills.forEach((skill, index) => {
+      const folder = dirname(skill.file);
+      for (const [path, identity] of skill.identities) {
+        const file = pathIn(folder, path);
+        files.set(file, { root, skill: index, path });
+        const key = identityKey(identity);
+        // Sets: a root of 10,000 links to one file must not cost 10,000 copies of a growing list.
+        (byIdentity.get(key) ?? byIdentity.set(key, new Set()).get(key)!).add(file);
       }
-      this.index = { files, folders, byIdentity };
-    }
-    return this.index;
+    });
   }
+  return { files, folders, byIdentity };
 }
 
 /** An entry discovery never looks at: .git, node_modules, or a dot entry that is not a folder (but `.gitignore`, which it reads). */
