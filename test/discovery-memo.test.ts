@@ -34,6 +34,19 @@ async function project(): Promise<{ dir: string; session: BuildSession; rebuild:
   return { dir, session, rebuild };
 }
 
+/**
+ * `project()` with alpha/guide.md a link to beta's references/guide.md, built, and every file settled (ten seconds
+ * on, as the clock says): the build cache records them, so a stale identity would reuse a record.
+ */
+async function linkedGuide(): Promise<{ guide: string; rebuild: (reported: string[]) => Promise<BuildResult> }> {
+  const now = Date.now.bind(Date);
+  vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+  const { dir, rebuild } = await project();
+  await symlink("../beta/references/guide.md", join(dir, "skills/alpha/guide.md"));
+  await rebuild([join(dir, "skills/alpha/guide.md")]);
+  return { guide: join(dir, "skills/beta/references/guide.md"), rebuild };
+}
+
 /** The bundle on disk is what a compilation without any cache makes. */
 async function expectClean(dir: string, result: BuildResult): Promise<void> {
   const clean = await compile(await loadConfig(undefined, dir));
@@ -64,24 +77,13 @@ describe("a watching session's discovery", () => {
   });
 
   it("a file reached through a link: editing the file it leads to updates the skill that links to it", async () => {
-    // Ten seconds on, every file is settled: the build cache records them, so a stale identity would reuse a record.
-    const now = Date.now.bind(Date);
-    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
-    const { dir, rebuild } = await project();
-    await symlink("../beta/references/guide.md", join(dir, "skills/alpha/guide.md"));
-    await rebuild([join(dir, "skills/alpha/guide.md")]);
-    const guide = join(dir, "skills/beta/references/guide.md");
+    const { guide, rebuild } = await linkedGuide();
     await writeFile(guide, "# Guide, longer now\n");
     expect((await rebuild([guide])).cache.listed).toBe(0);
   });
 
   it("a linked file saved by rename, build after build: each save updates the skill that links to it (the index follows its new identity)", async () => {
-    const now = Date.now.bind(Date);
-    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
-    const { dir, rebuild } = await project();
-    await symlink("../beta/references/guide.md", join(dir, "skills/alpha/guide.md"));
-    await rebuild([join(dir, "skills/alpha/guide.md")]);
-    const guide = join(dir, "skills/beta/references/guide.md");
+    const { guide, rebuild } = await linkedGuide();
     for (const text of ["# Guide, saved once\n", "# Guide, saved twice\n", "# Guide, saved three times\n"]) {
       await writeFile(`${guide}.tmp`, text);
       await rename(`${guide}.tmp`, guide);
