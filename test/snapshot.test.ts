@@ -174,38 +174,36 @@ describe("a rebuild where nothing changed", () => {
     expect(skillNames(dir)).toEqual(["alpha", "beta", "epsilon"]);
   }, 10_000);
 
-  it("a check that finds a change hands its stats to the walk: what changes after them is in the next build", async () => {
+  it("a check that finds a change hands the stats it takes after it to the walk: what changes after them is in the next build", async () => {
     const dir = settled[11]!;
     const loaded = await loadConfig(undefined, dir);
     const outDir = join(dir, "dist/skills");
-    // The last file the check stats is beta's guide: every folder and both SKILL.md files were stat'ed before it.
-    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
-    const taken: StatsTaken = { folders: new Map(), files: new Map() };
-    expect(unchangedCompilation(loaded, outDir, taken)).toBeUndefined();
-    expect([taken.folders.size, taken.files.size]).toEqual([4, 4]); // .gitignore, alpha, beta, guide
-    // After those stats: alpha edited (same size), a skill added.
-    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts ALPHA reports."));
-    await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") });
-    const during = await compile(loaded, { cache: BuildCache.open(loaded), statsTaken: taken });
-    // This build is of the tree as stat'ed: alpha as it was, no gamma; the guide as the check found it.
-    expect(during.agents[0]!.skills.map((skill) => [skill.name, skill.description])).toEqual([["alpha", "Drafts alpha reports."], ["beta", "Runs beta checks."]]);
-    expect(during.agents[0]!.skills[1]!.files.find((file) => file.path === "references/guide.md")!.size).toBe("# Guide, edited\n".length);
-    expect([taken.folders.size, taken.files.size]).toEqual([0, 1]); // each stat used once (the .gitignore is read, not stat'ed)
-    // The next build sees both changes.
-    expect((await run(dir)).written).toBe(true);
-    expect(skillNames(dir)).toEqual(["alpha", "beta", "gamma"]);
-    expect(manifest(dir)).toContain("Drafts ALPHA reports.");
-  });
-
-  it("a check that finds a change early still stats everything after it, for the walk", async () => {
-    const dir = settled[12]!;
-    const loaded = await loadConfig(undefined, dir);
-    // alpha's SKILL.md is the first file the check stats after the folders; the guide is the last.
+    // Alpha's SKILL.md is the first file the check stats after the folders and the .gitignore; beta's SKILL.md and guide come after it.
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
     const taken: StatsTaken = { folders: new Map(), files: new Map() };
+    expect(unchangedCompilation(loaded, outDir, taken)).toBeUndefined();
+    expect([...taken.files.keys()].map((file) => file.slice(dir.length + 1)).sort()).toEqual(["skills/beta/SKILL.md", "skills/beta/references/guide.md"]);
+    // After those stats: beta edited (same size).
+    await writeFile(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs BETA checks."));
+    const during = await compile(loaded, { cache: BuildCache.open(loaded), statsTaken: taken });
+    // This build is of the tree as stat'ed: alpha as the check found it, beta as it was.
+    expect(during.agents[0]!.skills.map((skill) => [skill.name, skill.description])).toEqual([["alpha", "Drafts alpha reports, edited."], ["beta", "Runs beta checks."]]);
+    expect([taken.folders.size, taken.files.size]).toEqual([0, 0]); // each stat used once
+    // The next build sees the edit.
+    expect((await run(dir)).written).toBe(true);
+    expect(manifest(dir)).toContain("Runs BETA checks.");
+  });
+
+  it("a check keeps nothing it stat'ed before the first change (nor anything, when nothing changed)", async () => {
+    const dir = settled[12]!;
+    const loaded = await loadConfig(undefined, dir);
+    const taken: StatsTaken = { folders: new Map(), files: new Map() };
+    expect(unchangedCompilation(loaded, join(dir, "dist/skills"), taken)).toBeDefined();
+    expect([taken.folders.size, taken.files.size]).toEqual([0, 0]);
+    // The guide is the last file the check stats: every folder and file was stat'ed before it.
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
     expect(unchangedCompilation(loaded, join(dir, "dist/skills"), taken)).toBeUndefined();
-    expect([...taken.files.keys()].map((file) => file.slice(dir.length + 1)).sort()).toEqual(["skills/.gitignore", "skills/alpha/SKILL.md", "skills/beta/SKILL.md", "skills/beta/references/guide.md"]);
-    expect(taken.folders.size).toBe(4);
+    expect([taken.folders.size, taken.files.size]).toEqual([0, 0]);
   });
 });
 

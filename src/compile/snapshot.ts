@@ -28,7 +28,7 @@ type StoredCompilation = Pick<Compilation, "agents" | "skillsChecked" | "diagnos
 
 /**
  * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched;
- * undefined otherwise, with what it stat'ed in `taken` (for the walk that follows). Each body is read on first use, from the SKILL.md just
+ * undefined otherwise, with what it stat'ed past the first change in `taken` (for the walk that follows). Each body is read on first use, from the SKILL.md just
  * stat'ed (see `restoreBodies`).
  */
 export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken: StatsTaken): { compilation: Compilation; folders: number } | undefined {
@@ -39,7 +39,9 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
   if (typeof index?.inputs !== "string" || typeof index.bundle?.fingerprint !== "string") return undefined;
   const verified = new Map<string, FileStats>();
   let folders = 0;
-  // Past the first change, the folders and files are still stat'ed: the walk that follows takes those stats from here.
+  // Past the first change, the folders and files are still stat'ed, and their stats kept: the walk that follows
+  // takes them from here. Before it nothing is kept: ten thousand stats kept cost more to collect than to take,
+  // and a rebuild with nothing changed keeps none of them.
   let same = true;
   for (const line of index.inputs.split("\n")) {
     const [kind, path, signature] = line.split("\t");
@@ -53,8 +55,10 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
     // Folders were signed through links (as listed); files as found, a link to a file by the file it leads to.
     const found = kind === "d" ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
     const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
-    if (stats) (kind === "d" ? taken.folders : taken.files).set(absolute, stats);
-    if (!same) continue;
+    if (!same) {
+      if (stats) (kind === "d" ? taken.folders : taken.files).set(absolute, stats);
+      continue;
+    }
     if (!stats || signatureOf(stats) !== signature) same = false;
     else if (kind === "d") folders++;
     else verified.set(absolute, fileStatsOf(stats));
