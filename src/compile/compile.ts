@@ -12,7 +12,7 @@ import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } fr
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
-import { hashInWorker, hashOutcome, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
+import { hashInWorker, hashOutcome, identityKey, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
 import { brokenLinks } from "./body-links.js";
 import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
 import { agentSkillsFindings } from "./agentskills.js";
@@ -584,11 +584,6 @@ function hashRequests(verified: ReadonlyMap<string, FileStats>, skillFiles: Read
     requests.push({ path, expected });
   }
   return requests;
-}
-
-/** A file's device and inode, as one key. */
-function identityKey(identity: FileIdentity): string {
-  return `${identity.dev}:${identity.ino}`;
 }
 
 /**

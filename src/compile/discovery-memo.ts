@@ -2,7 +2,7 @@ import { lstatSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import type { ListedFolder } from "./cache.js";
 import { NEVER_WALKED, pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
-import { fileStatsOf, type FileStats } from "./resources.js";
+import { fileStatsOf, identityKey, type FileStats } from "./resources.js";
 
 /**
  * What a watching session (`skills build --watch`, a bundler's dev server or watch mode) remembers of its last discovery, so
@@ -219,10 +219,6 @@ function entriesOf(entries: readonly FolderEntry[]): string {
     .map((entry) => `${entry.isFile() ? "f" : entry.isDirectory() ? "d" : entry.isSymbolicLink() ? "l" : "o"}${entry.name}`)
     .sort()
     .join("\n");
-}
-
-function identityKey(identity: FileStats): string {
-  return `${identity.dev}:${identity.ino}`;
 }
 
 /** Files `byIdentity` by the identity they have now: `path` moved from `before`'s to `after`'s (an editor's save makes a new file). */

@@ -152,6 +152,11 @@ export function fileStatsOf(stats: FileStats): FileStats {
   return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
 }
 
+/** A file's device and inode, as one key: the same file, whatever path reaches it. */
+export function identityKey(identity: FileIdentity): string {
+  return `${identity.dev}:${identity.ino}`;
+}
+
 export function isSameFile(stats: { dev: bigint; ino: bigint }, identity: FileIdentity): boolean {
   return stats.dev === identity.dev && stats.ino === identity.ino;
 }
