@@ -133,8 +133,7 @@ function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Gener
     if (element instanceof Entry) {
       if (element.key === undefined) yield* element.write(depth);
       else yield { entry: element.key, body: element.body, parts: lazyParts(() => element.write(depth)) };
-    }
-    else yield* jsonParts(element, style, depth);
+    } else yield* jsonParts(element, style, depth);
   }
   yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
 }

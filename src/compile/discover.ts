@@ -73,8 +73,8 @@ export interface TakenStats extends FileStats {
  * Stats this build took already, by absolute path: folders' through links (as a listing's signature takes them),
  * files' not (as the walk identifies them). A failed snapshot check (snapshot.ts) keeps the stats it took past
  * the first change it found (on average half the folders and files); the walk uses each stat once instead of
- * taking it again. Taken earlier in the same build, a stat is as good: a change after it shows in the next build, and a
- * file read since must still match it.
+ * taking it again. Taken earlier in the same build, a stat is as good: a change after it shows in the next build,
+ * and a file read since must still match it.
  */
 export interface StatsTaken {
   folders: Map<string, TakenStats>;

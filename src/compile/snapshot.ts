@@ -28,8 +28,8 @@ type StoredCompilation = Pick<Compilation, "agents" | "skillsChecked" | "diagnos
 
 /**
  * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched;
- * undefined otherwise, with what it stat'ed past the first change in `taken` (for the walk that follows). Each body is read on first use, from the SKILL.md just
- * stat'ed (see `restoreBodies`).
+ * undefined otherwise, with what it stat'ed past the first change in `taken` (for the walk that follows). Each body
+ * is read on first use, from the SKILL.md just stat'ed (see `restoreBodies`).
  */
 export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken: StatsTaken): { compilation: Compilation; folders: number } | undefined {
   const key = snapshotKey(loaded, outDir);

@@ -65,7 +65,7 @@ export function validateSkill(file: string, folderName: string, parsed: ParsedSk
   for (const field of parsed.fields) byKey.set(field.key, field);
   const name = nameOf(parsed.fields, byKey.get("name"), folderName, report);
   if (name !== undefined) findings.push(...checkName(file, name, folderName, byKey.get("name")?.valueAt ?? TOP));
-  const description = descriptionOf(parsed, byKey.get("description"), options, report);
+  const description = descriptionOf(parsed.fields, parsed.body, byKey.get("description"), options, report);
   const { fields, extra } = fieldsOf(parsed.fields, byKey, options, report);
 
   if (name === undefined || description === undefined) return { findings };
@@ -101,9 +101,9 @@ function nameOf(all: readonly FrontmatterField[], field: FrontmatterField | unde
  * The skill's description: its `description`, or (with `descriptionFallback`) the body's first paragraph when it
  * is blank; undefined (the skill is left out) when there is none, or it is no string.
  */
-function descriptionOf(parsed: ParsedSkillFile, field: FrontmatterField | undefined, options: ValidateOptions, report: Report): string | undefined {
+function descriptionOf(all: readonly FrontmatterField[], body: string, field: FrontmatterField | undefined, options: ValidateOptions, report: Report): string | undefined {
   const isBlank = field === undefined || field.value === null || (typeof field.value === "string" && field.value.trim() === "");
-  const fallback = isBlank && options.descriptionFallback === "first-paragraph" ? firstParagraph(parsed.body) : "";
+  const fallback = isBlank && options.descriptionFallback === "first-paragraph" ? firstParagraph(body) : "";
   if (fallback) {
     report(
       "description-fallback",
@@ -122,7 +122,7 @@ function descriptionOf(parsed: ParsedSkillFile, field: FrontmatterField | undefi
     return fallback;
   }
   if (isBlank) {
-    const lookalike = parsed.fields!.find((other) => other.key !== "description" && other.key.trim().toLowerCase() === "description");
+    const lookalike = all.find((other) => other.key !== "description" && other.key.trim().toLowerCase() === "description");
     report(
       "description-missing",
       field?.keyAt ?? TOP,
