@@ -6,6 +6,7 @@ import { compile, type Compilation, type CompileOptions } from "./compile/compil
 import { implicitConfig, loadConfig, type LoadedConfig } from "./compile/config.js";
 import type { StatsTaken } from "./compile/discover.js";
 import { DiscoveryMemo } from "./compile/discovery-memo.js";
+import { SkillMemo } from "./compile/skill-memo.js";
 import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
@@ -194,7 +195,7 @@ export async function compileCached(
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
     cache,
     statsTaken,
-    ...(session?.discovery ? { discovery: session.discovery } : {}),
+    ...(session?.discovery ? { discovery: session.discovery, skills: session.skills } : {}),
   });
   return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), compilation, cache };
 }
@@ -237,10 +238,13 @@ export class BuildSession {
   private builds = 0;
   /** With a watcher that reports every change (`noteChanges`): the last build's discovery, and the paths changed since. */
   readonly discovery: DiscoveryMemo | undefined;
+  /** With such a watcher too: the last build's skills, the same objects again where unchanged. */
+  readonly skills: SkillMemo | undefined;
 
   /** `watched`: the session's front end reports every path that changes between builds (`noteChanges`). */
   constructor({ watched = false }: { watched?: boolean } = {}) {
     this.discovery = watched ? new DiscoveryMemo() : undefined;
+    this.skills = watched ? new SkillMemo() : undefined;
   }
 
   /** Paths a watcher saw change (absolute): a rebuild where only files' contents changed does not walk the roots again. */

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, readFile, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, symlink, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -280,4 +280,53 @@ describe("caches against a clean build, over random edit sequences", () => {
       if (clean) expect(servedModules(state.virtual)).toEqual(clean);
     }, fileEdits);
   }, 300_000);
+});
+
+describe("a watching session's skills, kept from one build to the next", () => {
+  /** A session past its first build, whose skills were made as it parsed them: the second's are those it keeps. */
+  async function settledSession(dir: string): Promise<{ session: BuildSession; result: BuildResult }> {
+    const now = Date.now.bind(Date);
+    vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+    const session = new BuildSession({ watched: true });
+    await buildInSession({ cwd: dir }, session);
+    return { session, result: await buildInSession({ cwd: dir }, session) };
+  }
+
+  const skillsOf = (result: BuildResult) => new Map(result.agents.flatMap((agent) => agent.skills.map((skill) => [`${agent.id}:${skill.file}`, skill] as const)));
+
+  it("gives each skill nothing changed for as the same object, and the edited one anew", async () => {
+    const dir = await project();
+    const { session, result: before } = await settledSession(dir);
+    const edited = join(dir, "skills/area/alpha/SKILL.md");
+    await writeFile(edited, skillMd("alpha", "Edited. Use when needed."));
+    session.noteChanges([edited]);
+    const after = await buildInSession({ cwd: dir }, session);
+    await expectClean(dir, after);
+    const kept = [...skillsOf(after)].filter(([key, skill]) => skillsOf(before).get(key) === skill).map(([key]) => key);
+    expect(kept.sort()).toEqual(["main:skills/area/beta/SKILL.md", "main:skills/gamma/SKILL.md", "other:more/delta/SKILL.md", "other:skills/area/beta/SKILL.md", "other:skills/gamma/SKILL.md"]);
+  });
+
+  it("makes a skill anew when a file of its folder changes in place (same size, mtime put back) or is added", async () => {
+    const dir = await project();
+    const guide = join(dir, "skills/area/beta/references/guide.md");
+    const { session } = await settledSession(dir);
+    await sameSizeEdit(guide, "# GUIDE\n");
+    session.noteChanges([guide]);
+    await expectClean(dir, await buildInSession({ cwd: dir }, session));
+    await writeFile(join(dir, "skills/area/beta/references/more.md"), "More\n");
+    session.noteChanges([join(dir, "skills/area/beta/references/more.md")]);
+    await expectClean(dir, await buildInSession({ cwd: dir }, session));
+  });
+
+  it("reads a kept skill's body from its SKILL.md as it is now, after a touch changed only its times", async () => {
+    const dir = await project();
+    const { session } = await settledSession(dir);
+    const touched = join(dir, "skills/gamma/SKILL.md");
+    const later = new Date(Date.now() + 5_000);
+    await utimes(touched, later, later);
+    session.noteChanges([touched]);
+    // Without the last bundle to copy from, every body is read again.
+    await rm(join(dir, "dist"), { recursive: true });
+    await expectClean(dir, await buildInSession({ cwd: dir }, session));
+  });
 });

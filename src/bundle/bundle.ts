@@ -203,9 +203,21 @@ function inputsHash(compilation: Compilation, skills: readonly AgentSkill[]): st
   // SKILLS_PROMPT_CHAR_BUDGET counts as config: a changed variable makes `build --check` report the bundle stale.
   const environment = compilation.config.environmentBudget === undefined ? {} : { environment: { SKILLS_PROMPT_CHAR_BUDGET: compilation.config.environmentBudget } };
   const hash = createHash("sha256").update(stableJson({ config, context, ...environment }));
-  for (const skill of skills) hash.update(`\n${JSON.stringify([skill.file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`);
+  for (const skill of skills) hash.update(inputLine(skill));
   return hash.digest("hex");
 }
+
+/** A skill's line of `inputsHash`, made once for a skill (a watching session's unchanged skill is the same object build after build). */
+function inputLine(skill: AgentSkill): string {
+  let line = inputLines.get(skill);
+  if (line === undefined) {
+    line = `\n${JSON.stringify([skill.file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`;
+    inputLines.set(skill, line);
+  }
+  return line;
+}
+
+const inputLines = new WeakMap<AgentSkill, string>();
 
 /** The config's `frontmatter` schema by its JSON Schema: what the bundle's types are written from. */
 function schemaAsJson(_key: string, value: unknown): unknown {

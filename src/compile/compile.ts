@@ -5,6 +5,7 @@ import picomatch from "picomatch";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import type { DiscoveryMemo } from "./discovery-memo.js";
+import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
@@ -108,6 +109,8 @@ export interface CompileOptions {
   statsTaken?: StatsTaken;
   /** @internal A watching session's last discovery, used in place of walking again where only file contents changed. */
   discovery?: DiscoveryMemo;
+  /** @internal A watching session's last compilation's skills, taken again where nothing they were made from changed. */
+  skills?: SkillMemo;
   /** @internal For tests: runs between discovery and the first read, so a file can be swapped there deterministically. */
   afterDiscovery?: () => void;
 }
@@ -134,6 +137,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     findings: [],
   };
   const { findings } = context;
+  options.skills?.startBuild(loaded);
 
   // Only when asked for; started first, so that the encoding loads (in its worker) while the skills are read.
   const countsTokens = config.tokens !== undefined || Object.values(config.agents).some((agent) => typeof agent.budget === "object" && "tokens" in agent.budget);
@@ -174,6 +178,12 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     if (agent.files === "embed" || agent.publish) append(findings, serveSkills(id, agents[index]!, selected));
   });
   await Promise.all(tokens.counting);
+  if (options.skills) {
+    // Once each agent's skills are final (sized, listed, served): an unchanged one is the last build's object.
+    const memo = options.skills;
+    agents.forEach((agent, index) => (agent.skills = memo.agentSkillsOf(agent.id, agent.skills, selections[index]!.selected.map(({ skill }) => skill))));
+    memo.endBuild();
+  }
   const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((agentContext) => agentContext.files.map(({ file }) => join(configDir, file))) };
   options.discovery?.remember(listings, listed!);
   return { config: loaded, outDir: context.outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
@@ -201,9 +211,6 @@ interface SkillToCheck {
   file: string;
   stats: FileStats;
 }
-
-/** A SKILL.md that passed its checks: what its skill is, whichever source found it. */
-type ValidSkill = Omit<RootSkill, "dir" | "files">;
 
 /** Token counting, when the config asks for it: the counter, its encoding, and the counts on their way. */
 interface AgentTokens {
@@ -322,27 +329,37 @@ function checkSkillFile(
     findings.push(...checked.findings);
   }
   if (!content) return undefined;
-  const { body, ...metadata } = content;
-  // The frontmatter as written is for the skills an agent serves (few, if any): read and parsed again when asked for.
-  const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
-  return withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats))));
+  const checked = content;
+  const make = (): ValidSkill => {
+    const { body, ...metadata } = checked;
+    // The frontmatter as written is for the skills an agent serves (few, if any): read and parsed again when asked for.
+    const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
+    return withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats))));
+  };
+  // The cache's own record (no `frontmatter` schema made another): a watching session's skill made from it last time.
+  return options.skills && content === validated.content ? options.skills.validSkill(content, file, stats, make) : make();
 }
 
 /** Each agent's selection from what its sources found; `agent-empty` for one left with no skill. */
 function selectAgents(context: CompileContext, plans: readonly SourcePlan[], validByFile: ReadonlyMap<string, ValidSkill>) {
-  const { loaded, configFinding, findings } = context;
+  const { loaded, options, configFinding, findings } = context;
   return Object.entries(loaded.config.agents).map(([id, agent]) => {
     const sources = plans.filter((plan) => plan.agent === id).map((plan): SourceView => {
       const skills: RootSkill[] = [];
       const failed: string[] = [];
       for (const found of plan.skills) {
         const valid = validByFile.get(found.file);
-        if (valid) skills.push(withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body));
-        else failed.push(basename(dirname(found.file)));
+        if (!valid) {
+          failed.push(basename(dirname(found.file)));
+          continue;
+        }
+        const make = () => withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body);
+        skills.push(options.skills ? options.skills.foundSkill(valid, found.dir, found.files, make) : make());
       }
       return { config: plan.config, skills, failed };
     });
-    const selection = selectAgent(id, sources, configFinding, agent);
+    const select = () => selectAgent(id, sources, configFinding, agent);
+    const selection = options.skills ? options.skills.selection(id, sources, select) : select();
     append(findings, selection.findings);
     // A root that is missing says so already (or may be absent, `optional`).
     const rooted = plans.some((plan) => plan.agent === id && !plan.listing.unusable);
