@@ -318,6 +318,18 @@ describe("a watching session's skills, kept from one build to the next", () => {
     await expectClean(dir, await buildInSession({ cwd: dir }, session));
   });
 
+  it("selects again where an inlined skill's body changed, and finds what the new body holds", async () => {
+    const dir = await project();
+    await writeFile(join(dir, "skills.config.ts"), `export default { agents: { main: { skills: [{ root: "skills", inline: ["gamma"] }] } } };\n`);
+    const { session } = await settledSession(dir);
+    const inlined = join(dir, "skills/gamma/SKILL.md");
+    await writeFile(inlined, skillMd("gamma", undefined, "# gamma\n\nEnds early: </skill>"));
+    session.noteChanges([inlined]);
+    const result = await buildInSession({ cwd: dir }, session);
+    expect(result.diagnostics.map((diagnostic) => diagnostic.code)).toContain("body-closes-tag");
+    await expectClean(dir, result);
+  });
+
   it("reads a kept skill's body from its SKILL.md as it is now, after a touch changed only its times", async () => {
     const dir = await project();
     const { session } = await settledSession(dir);

@@ -1,10 +1,13 @@
 import { isDeepStrictEqual } from "node:util";
 import type { LoadedConfig } from "./config.js";
 import type { FileStats, SkillFile } from "./resources.js";
-import type { RootSkill, SourceView } from "./select.js";
+import type { RootSkill, selectAgent, SourceView } from "./select.js";
 
 /** A SKILL.md that passed its checks, as `RootSkill` has it less where a source found it. */
 export type ValidSkill = Omit<RootSkill, "dir" | "files">;
+
+type Selection = ReturnType<typeof selectAgent>;
+type SelectedSkill = Selection["selected"][number];
 
 /** An agent's skill (compile.ts's `AgentSkill`), as far as the memo looks into it. */
 interface AgentSkillFields {
@@ -30,7 +33,7 @@ export class SkillMemo {
   /** A valid skill → a source's view of it. */
   private found = new WeakMap<ValidSkill, RootSkill>();
   /** Each agent's sources as its selection was made from them, and that selection. */
-  private selections = new Map<string, { sources: readonly SourceView[]; selection: unknown }>();
+  private selections = new Map<string, { sources: readonly SourceView[]; selection: Selection }>();
   /** An agent's skill by agent, source and SKILL.md, and the source's view it was made from. */
   private agentSkills = new Map<string, { skill: AgentSkillFields; from: RootSkill }>();
   private nextAgentSkills = new Map<string, { skill: AgentSkillFields; from: RootSkill }>();
@@ -65,11 +68,22 @@ export class SkillMemo {
     return skill;
   }
 
-  /** Agent `id`'s selection from `sources`, made by `select` unless the last one was made from the same skills. */
-  selection<T>(id: string, sources: readonly SourceView[], select: () => T): T {
+  /**
+   * Agent `id`'s selection from `sources`, made by `select` unless the last one was made from the same skills, or
+   * from skills of which some were made anew (an edit) with the same name, folder and file: a selection goes by
+   * those alone, and by an inlined skill's body (its hash then the same too).
+   */
+  selection(id: string, sources: readonly SourceView[], select: () => Selection): Selection {
     const kept = this.selections.get(id);
-    if (kept && sameSources(kept.sources, sources)) return kept.selection as T;
-    const selection = select();
+    const replaced = kept && replacedSkills(kept.sources, sources);
+    let selection: Selection;
+    if (!replaced || kept.selection.selected.some(({ skill, mode }) => mode === "inline" && replaced.get(skill)?.hash !== undefined && replaced.get(skill)!.hash !== skill.hash)) {
+      selection = select();
+    } else if (replaced.size === 0) selection = kept.selection;
+    else {
+      const now = (entry: SelectedSkill): SelectedSkill => (replaced.has(entry.skill) ? { ...entry, skill: replaced.get(entry.skill)! } : entry);
+      selection = { selected: kept.selection.selected.map(now), notAllowed: kept.selection.notAllowed.map(now), findings: kept.selection.findings };
+    }
     this.selections.set(id, { sources, selection });
     return selection;
   }
@@ -95,9 +109,26 @@ export class SkillMemo {
   }
 }
 
-/** Whether two agents' sources are the same sources of the same skills (and the same that failed their checks). */
-function sameSources(kept: readonly SourceView[], made: readonly SourceView[]): boolean {
-  return kept.length === made.length && kept.every((source, index) => source.config === made[index]!.config && sameItems(source.skills, made[index]!.skills) && sameItems(source.failed ?? [], made[index]!.failed ?? []));
+/**
+ * Each skill of `kept` that `made` has another object for in its place (same name, folder and file), by the kept one;
+ * undefined unless the sources are the same (and the same failed their checks) and every other skill the same object.
+ */
+function replacedSkills(kept: readonly SourceView[], made: readonly SourceView[]): Map<RootSkill, RootSkill> | undefined {
+  if (kept.length !== made.length) return undefined;
+  const replaced = new Map<RootSkill, RootSkill>();
+  for (let source = 0; source < kept.length; source++) {
+    const before = kept[source]!;
+    const now = made[source]!;
+    if (before.config !== now.config || before.skills.length !== now.skills.length || !sameItems(before.failed ?? [], now.failed ?? [])) return undefined;
+    for (let index = 0; index < now.skills.length; index++) {
+      const a = before.skills[index]!;
+      const b = now.skills[index]!;
+      if (a === b) continue;
+      if (a.name !== b.name || a.dir !== b.dir || a.file !== b.file || a.displayFile !== b.displayFile) return undefined;
+      replaced.set(a, b);
+    }
+  }
+  return replaced;
 }
 
 function sameItems<T>(kept: readonly T[], made: readonly T[]): boolean {
