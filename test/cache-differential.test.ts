@@ -1,15 +1,22 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, readFile, rename, rm, symlink, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { build, BuildSession, buildInSession, check, type BuildResult } from "../src/api.js";
 import { bundledSkills, bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import { devModules } from "../src/bundle/module.js";
+import { BuildCache } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
+import { SkillMemo } from "../src/compile/skill-memo.js";
 import { loadConfig } from "../src/compile/config.js";
 import { VirtualSkills } from "../src/plugins/virtual-modules.js";
 import { sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
+
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
 
 /**
  * Differential tests of every cache a build goes by (the build cache's records, the rebuild where nothing changed,
@@ -328,6 +335,37 @@ describe("a watching session's skills, kept from one build to the next", () => {
     const result = await buildInSession({ cwd: dir }, session);
     expect(result.diagnostics.map((diagnostic) => diagnostic.code)).toContain("body-closes-tag");
     await expectClean(dir, result);
+  });
+
+  it("selects again when an edit renames a skill: its place in name order, a name taken twice", async () => {
+    const dir = await project();
+    const { session } = await settledSession(dir);
+    const renamed = join(dir, "skills/area/alpha/SKILL.md");
+    for (const name of ["zeta", "beta"]) {
+      await writeFile(renamed, skillMd(name));
+      session.noteChanges([renamed]);
+      await expectClean(dir, await buildInSession({ cwd: dir }, session));
+    }
+  });
+
+  it("keeps nothing of a build that read its skills (their bodies would be held through the next build)", async () => {
+    const dir = await project();
+    const loaded = await loadConfig(undefined, dir);
+    const cache = BuildCache.open(loaded);
+    const skills = new SkillMemo();
+    const parsed = new WeakRef((await compile(loaded, { cache, skills })).agents[0]!.skills[0]!);
+    cache.nextBuild();
+    await new Promise((resolve) => setTimeout(resolve, 0)); // a WeakRef holds its target until the task that made it ends
+    let held: boolean | undefined;
+    await compile(loaded, {
+      cache,
+      skills,
+      afterDiscovery: () => {
+        collectGarbage();
+        held = parsed.deref() !== undefined;
+      },
+    });
+    expect(held).toBe(false);
   });
 
   it("reads a kept skill's body from its SKILL.md as it is now, after a touch changed only its times", async () => {

@@ -336,8 +336,8 @@ function checkSkillFile(
     const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
     return withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats))));
   };
-  // The cache's own record (no `frontmatter` schema made another): a watching session's skill made from it last time.
-  return options.skills && content === validated.content ? options.skills.validSkill(content, file, stats, make) : make();
+  // Unread, and the cache's own record (no `frontmatter` schema made another): a watching session's skill made from it last time.
+  return options.skills && !bytes && content === validated.content ? options.skills.validSkill(content, file, stats, make) : make();
 }
 
 /** Each agent's selection from what its sources found; `agent-empty` for one left with no skill. */

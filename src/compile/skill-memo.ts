@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import type { LoadedConfig } from "./config.js";
+import type { LoadedConfig, SourceConfig } from "./config.js";
 import type { FileStats, SkillFile } from "./resources.js";
 import type { RootSkill, selectAgent, SourceView } from "./select.js";
 
@@ -25,6 +25,10 @@ interface AgentSkillFields {
  * a skill's checked content where the build cache gave the same record for the same file, found through the same
  * stats; a source's view of it where the skill and where the source found it are the same; an agent's skill where
  * the source's view is the same and every field it ends with is equal. A new config starts over.
+ *
+ * Only skills whose SKILL.md was known by its signature (not read this build) are kept: their bodies are read on
+ * first use, so what is kept holds no body. A build that parsed the catalogue (a session's first) holds every body
+ * it read, which a kept skill would carry through the next build.
  */
 export class SkillMemo {
   private config: LoadedConfig | undefined;
@@ -32,8 +36,10 @@ export class SkillMemo {
   private valid = new WeakMap<object, { skill: ValidSkill; file: string; stats: FileStats }>();
   /** A valid skill → a source's view of it. */
   private found = new WeakMap<ValidSkill, RootSkill>();
-  /** Each agent's sources as its selection was made from them, and that selection. */
-  private selections = new Map<string, { sources: readonly SourceView[]; selection: Selection }>();
+  /** The valid skills and views made as kept ones (bodies unread): only what is made from them is kept. */
+  private keepable = new WeakSet<object>();
+  /** Each agent's last selection, by the skills it was made from (see `KeptSelection`). */
+  private selections = new Map<string, KeptSelection>();
   /** An agent's skill by agent, source and SKILL.md, and the source's view it was made from. */
   private agentSkills = new Map<string, { skill: AgentSkillFields; from: RootSkill }>();
   private nextAgentSkills = new Map<string, { skill: AgentSkillFields; from: RootSkill }>();
@@ -44,47 +50,50 @@ export class SkillMemo {
       this.config = config;
       this.valid = new WeakMap();
       this.found = new WeakMap();
+      this.keepable = new WeakSet();
       this.selections.clear();
       this.agentSkills.clear();
     }
     this.nextAgentSkills = new Map();
   }
 
-  /** The skill made from `content` (a build cache record's) for `file` as `stats` found it, made by `make` unless kept. */
+  /**
+   * The skill made from `content` (a build cache record's) for `file` as `stats` found it, made by `make` unless
+   * kept; for a SKILL.md not read this build (its body read on first use).
+   */
   validSkill(content: object, file: string, stats: FileStats, make: () => ValidSkill): ValidSkill {
     const kept = this.valid.get(content);
     if (kept && kept.file === file && kept.stats === stats) return kept.skill;
     const skill = make();
     this.valid.set(content, { skill, file, stats });
+    this.keepable.add(skill);
     return skill;
   }
 
   /** A source's view of `valid`, found at `dir` (relative to the root) with `files`, made by `make` unless kept. */
   foundSkill(valid: ValidSkill, dir: string, files: readonly string[], make: () => RootSkill): RootSkill {
+    if (!this.keepable.has(valid)) return make();
     const kept = this.found.get(valid);
     if (kept && kept.dir === dir && kept.files === files) return kept;
     const skill = make();
     this.found.set(valid, skill);
+    this.keepable.add(skill);
     return skill;
   }
 
   /**
-   * Agent `id`'s selection from `sources`, made by `select` unless the last one was made from the same skills, or
-   * from skills of which some were made anew (an edit) with the same name, folder and file: a selection goes by
-   * those alone, and by an inlined skill's body (its hash then the same too).
+   * Agent `id`'s selection from `sources`, made by `select` unless the last one was made from skills of the same
+   * names, folders and files (and inlined ones of the same SKILL.md hash): what a selection goes by. The kept one
+   * names its skills by place (source and position), so it is made of this build's skills and holds none.
    */
   selection(id: string, sources: readonly SourceView[], select: () => Selection): Selection {
     const kept = this.selections.get(id);
-    const replaced = kept && replacedSkills(kept.sources, sources);
-    let selection: Selection;
-    if (!replaced || kept.selection.selected.some(({ skill, mode }) => mode === "inline" && replaced.get(skill)?.hash !== undefined && replaced.get(skill)!.hash !== skill.hash)) {
-      selection = select();
-    } else if (replaced.size === 0) selection = kept.selection;
-    else {
-      const now = (entry: SelectedSkill): SelectedSkill => (replaced.has(entry.skill) ? { ...entry, skill: replaced.get(entry.skill)! } : entry);
-      selection = { selected: kept.selection.selected.map(now), notAllowed: kept.selection.notAllowed.map(now), findings: kept.selection.findings };
+    if (kept && sameShape(kept, sources)) {
+      const at = ({ source, index, mode }: SelectedPlace): SelectedSkill => ({ skill: sources[source]!.skills[index]!, mode, source });
+      return { selected: kept.selected.map(at), notAllowed: kept.notAllowed.map(at), findings: kept.findings };
     }
-    this.selections.set(id, { sources, selection });
+    const selection = select();
+    this.selections.set(id, keptSelection(sources, selection));
     return selection;
   }
 
@@ -94,6 +103,7 @@ export class SkillMemo {
    */
   agentSkillsOf<T extends AgentSkillFields>(id: string, skills: readonly T[], from: readonly RootSkill[]): T[] {
     return skills.map((skill, index) => {
+      if (!this.keepable.has(from[index]!)) return skill;
       const key = `${id}\n${skill.source}\n${skill.file}`;
       const kept = this.agentSkills.get(key);
       const taken = kept && kept.from === from[index] && sameFields(kept.skill, skill) ? (kept.skill as T) : skill;
@@ -109,26 +119,59 @@ export class SkillMemo {
   }
 }
 
+/** A selected skill by its source and its position among that source's skills. */
+interface SelectedPlace {
+  source: number;
+  index: number;
+  mode: SelectedSkill["mode"];
+}
+
 /**
- * Each skill of `kept` that `made` has another object for in its place (same name, folder and file), by the kept one;
- * undefined unless the sources are the same (and the same failed their checks) and every other skill the same object.
+ * An agent's selection as `SkillMemo` keeps it: what each source held, as far as a selection goes by it (each skill's
+ * name, folder, file, and an inlined one's hash), and the selection by place.
  */
-function replacedSkills(kept: readonly SourceView[], made: readonly SourceView[]): Map<RootSkill, RootSkill> | undefined {
-  if (kept.length !== made.length) return undefined;
-  const replaced = new Map<RootSkill, RootSkill>();
-  for (let source = 0; source < kept.length; source++) {
-    const before = kept[source]!;
-    const now = made[source]!;
-    if (before.config !== now.config || before.skills.length !== now.skills.length || !sameItems(before.failed ?? [], now.failed ?? [])) return undefined;
-    for (let index = 0; index < now.skills.length; index++) {
-      const a = before.skills[index]!;
-      const b = now.skills[index]!;
-      if (a === b) continue;
-      if (a.name !== b.name || a.dir !== b.dir || a.file !== b.file || a.displayFile !== b.displayFile) return undefined;
-      replaced.set(a, b);
+interface KeptSelection {
+  sources: { config: SourceConfig; failed: readonly string[]; names: string[]; dirs: string[]; files: string[]; displayFiles: string[] }[];
+  /** The SKILL.md hash of each inlined skill, by source and position. */
+  inlined: { source: number; index: number; hash: string }[];
+  selected: SelectedPlace[];
+  notAllowed: SelectedPlace[];
+  findings: Selection["findings"];
+}
+
+function keptSelection(sources: readonly SourceView[], { selected, notAllowed, findings }: Selection): KeptSelection {
+  const positions = sources.map((source) => new Map(source.skills.map((skill, index) => [skill, index])));
+  const place = ({ skill, mode, source }: SelectedSkill): SelectedPlace => ({ source, index: positions[source]!.get(skill)!, mode });
+  const places = selected.map(place);
+  return {
+    sources: sources.map((source) => ({
+      config: source.config,
+      failed: source.failed ?? [],
+      names: source.skills.map((skill) => skill.name),
+      dirs: source.skills.map((skill) => skill.dir),
+      files: source.skills.map((skill) => skill.file),
+      displayFiles: source.skills.map((skill) => skill.displayFile),
+    })),
+    inlined: places.flatMap(({ source, index, mode }) => (mode === "inline" ? [{ source, index, hash: sources[source]!.skills[index]!.hash }] : [])),
+    selected: places,
+    notAllowed: notAllowed.map(place),
+    findings,
+  };
+}
+
+/** Whether `sources` hold what a kept selection went by, the same. */
+function sameShape(kept: KeptSelection, sources: readonly SourceView[]): boolean {
+  if (kept.sources.length !== sources.length) return false;
+  for (let source = 0; source < sources.length; source++) {
+    const before = kept.sources[source]!;
+    const { config, skills, failed = [] } = sources[source]!;
+    if (before.config !== config || before.names.length !== skills.length || !sameItems(before.failed, failed)) return false;
+    for (let index = 0; index < skills.length; index++) {
+      const skill = skills[index]!;
+      if (before.names[index] !== skill.name || before.dirs[index] !== skill.dir || before.files[index] !== skill.file || before.displayFiles[index] !== skill.displayFile) return false;
     }
   }
-  return replaced;
+  return kept.inlined.every(({ source, index, hash }) => sources[source]!.skills[index]!.hash === hash);
 }
 
 function sameItems<T>(kept: readonly T[], made: readonly T[]): boolean {
