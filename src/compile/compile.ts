@@ -7,7 +7,7 @@ import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js
 import type { DiscoveryMemo } from "./discovery-memo.js";
 import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
-import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type DiscoveredSkill, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
@@ -150,14 +150,16 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   // files. Fewer than `WORKER_MIN_FILES` are not worth a thread's start; with a build cache, most files are known
   // by their signature and the few that changed are hashed here, when needed.
   const hashedInWorker =
-    !options.cache?.hasFileRecords() && verified.size - byFile.size >= WORKER_MIN_FILES ? hashInWorker(hashRequests(verified, byFile)) : undefined;
+    verified.size - byFile.size >= WORKER_MIN_FILES && !options.cache?.hasFileRecords() ? hashInWorker(hashRequests(verified, byFile)) : undefined;
   const { validByFile, skillFileHashes } = checkSkillFiles(context, byFile);
   const linksChecked = new Set<string>(); // a skill reached by two sources has its links checked once
-  for (const found of plans.flatMap((plan) => plan.skills)) {
-    const valid = validByFile.get(found.file);
-    if (!valid || linksChecked.has(found.file)) continue;
-    linksChecked.add(found.file);
-    findings.push(...brokenLinks(valid.displayFile, valid.links, found.files));
+  for (const plan of plans) {
+    for (const found of plan.skills) {
+      const valid = validByFile.get(found.file);
+      if (!valid || valid.links.length === 0 || linksChecked.has(found.file)) continue;
+      linksChecked.add(found.file);
+      append(findings, brokenLinks(valid.displayFile, valid.links, found.files));
+    }
   }
   const selections = selectAgents(context, plans, validByFile);
   const layout = config.stage === true ? "shared" : config.stage ? config.stage.layout : undefined;
@@ -249,19 +251,32 @@ function discoverSkills(context: CompileContext) {
   const byFile = new Map<string, SkillToCheck>();
   const verified = new Map<string, FileStats>();
   for (const listing of listings.values()) append(findings, listing.findings);
+  const memo = options.skills;
   for (const plan of plans) {
     // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
     plan.skills = plan.skills.filter((skill) => !skill.file.startsWith(outDir + sep));
     for (const skill of plan.skills) {
-      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! });
-      for (const [path, identity] of skill.identities) {
-        const absolute = pathIn(dirname(skill.file), path);
-        if (!verified.has(absolute)) verified.set(absolute, identity);
-      }
+      const { toCheck, identities } = memo ? memo.foundFiles(skill, () => filesOf(skill)) : filesOf(skill);
+      if (!byFile.has(skill.file)) byFile.set(skill.file, toCheck);
+      for (const [absolute, identity] of identities) if (!verified.has(absolute)) verified.set(absolute, identity);
     }
   }
   append(findings, unbuiltFindings(plans, new Set(byFile.keys()), display, sourceLabel));
   return { listings, listed, plans, byFile, verified };
+}
+
+/** A discovered skill's SKILL.md to check, and each of its files' identity by absolute path. */
+interface FoundFiles {
+  toCheck: SkillToCheck;
+  identities: [string, FileStats][];
+}
+
+function filesOf(skill: DiscoveredSkill): FoundFiles {
+  const folder = dirname(skill.file);
+  return {
+    toCheck: { folder: basename(folder), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! },
+    identities: [...skill.identities].map(([path, identity]) => [pathIn(folder, path), identity]),
+  };
 }
 
 /** Each SKILL.md read, parsed and validated, or its outcome taken from the build cache: the valid ones, and each one's size and sha256. */
