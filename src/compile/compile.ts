@@ -7,7 +7,7 @@ import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js
 import type { DiscoveryMemo } from "./discovery-memo.js";
 import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
-import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type DiscoveredSkill, type RootListing, type StatsTaken } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
@@ -251,32 +251,19 @@ function discoverSkills(context: CompileContext) {
   const byFile = new Map<string, SkillToCheck>();
   const verified = new Map<string, FileStats>();
   for (const listing of listings.values()) append(findings, listing.findings);
-  const memo = options.skills;
   for (const plan of plans) {
     // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
     plan.skills = plan.skills.filter((skill) => !skill.file.startsWith(outDir + sep));
     for (const skill of plan.skills) {
-      const { toCheck, identities } = memo ? memo.foundFiles(skill, () => filesOf(skill)) : filesOf(skill);
-      if (!byFile.has(skill.file)) byFile.set(skill.file, toCheck);
-      for (const [absolute, identity] of identities) if (!verified.has(absolute)) verified.set(absolute, identity);
+      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! });
+      for (const [path, identity] of skill.identities) {
+        const absolute = pathIn(dirname(skill.file), path);
+        if (!verified.has(absolute)) verified.set(absolute, identity);
+      }
     }
   }
   append(findings, unbuiltFindings(plans, new Set(byFile.keys()), display, sourceLabel));
   return { listings, listed, plans, byFile, verified };
-}
-
-/** A discovered skill's SKILL.md to check, and each of its files' identity by absolute path. */
-interface FoundFiles {
-  toCheck: SkillToCheck;
-  identities: [string, FileStats][];
-}
-
-function filesOf(skill: DiscoveredSkill): FoundFiles {
-  const folder = dirname(skill.file);
-  return {
-    toCheck: { folder: basename(folder), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! },
-    identities: [...skill.identities].map(([path, identity]) => [pathIn(folder, path), identity]),
-  };
 }
 
 /** Each SKILL.md read, parsed and validated, or its outcome taken from the build cache: the valid ones, and each one's size and sha256. */

@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
 import type { LoadedConfig, SourceConfig } from "./config.js";
-import type { DiscoveredSkill } from "./discover.js";
 import type { FileStats, SkillFile } from "./resources.js";
 import type { RootSkill, selectAgent, SourceView } from "./select.js";
 
@@ -33,8 +32,6 @@ interface AgentSkillFields {
  */
 export class SkillMemo {
   private config: LoadedConfig | undefined;
-  /** What a build goes by of each skill discovery found (its SKILL.md to check, its files by absolute path). */
-  private discovered = new WeakMap<DiscoveredSkill, unknown>();
   /** Checked content (the build cache's record of it) → the skill made from it, and the file and stats it was made for. */
   private valid = new WeakMap<object, { skill: ValidSkill; file: string; stats: FileStats }>();
   /** A valid skill → a source's view of it. */
@@ -58,16 +55,6 @@ export class SkillMemo {
       this.agentSkills.clear();
     }
     this.nextAgentSkills = new Map();
-  }
-
-  /** What `make` makes of a skill discovery found, made once for it (a listing kept is the same skills again). */
-  foundFiles<T>(skill: DiscoveredSkill, make: () => T): T {
-    let made = this.discovered.get(skill) as T | undefined;
-    if (made === undefined) {
-      made = make();
-      this.discovered.set(skill, made);
-    }
-    return made;
   }
 
   /**
