@@ -32,8 +32,11 @@ interface Interest {
   /** Discovery lists the folder: a change that can alter what it finds matters. */
   walked: boolean;
   /** Files read from the folder by name: the config and what it imports, context files. */
-  names: Set<string>;
+  names: ReadonlySet<string>;
 }
+
+/** The names a folder discovery walks is watched for besides: none (never added to). */
+const NO_NAMES: ReadonlySet<string> = new Set();
 
 /** Changes closer together than this are one change: an editor's save, a `git checkout`, a copied folder. */
 const QUIET_MS = 100;
@@ -198,10 +201,15 @@ class FolderWatcher {
     this.roots = [...new Set(allRoots)].filter(isFolder);
     this.configFiles = new Set(result.config.inputs);
     const wanted = new Map<string, Interest>();
-    const interest = (folder: string) => wanted.get(folder) ?? wanted.set(folder, { walked: false, names: new Set() }).get(folder)!;
-    for (const folder of result.inputs.folders) if (!this.isOwnOutput(folder)) interest(folder).walked = true;
+    // Tens of thousands of folders are walked, a few hold files read by name: those get a set of their own.
+    for (const folder of result.inputs.folders) if (!this.isOwnOutput(folder)) wanted.set(folder, { walked: true, names: NO_NAMES });
     // A root's parent, for the root's name: a root that goes away and comes back (a branch switch) is seen.
-    for (const file of [...result.config.inputs, ...result.inputs.files, ...allRoots]) interest(dirname(file)).names.add(basename(file));
+    for (const file of [...result.config.inputs, ...result.inputs.files, ...allRoots]) {
+      const folder = dirname(file);
+      const interest = wanted.get(folder);
+      if (!interest) wanted.set(folder, { walked: false, names: new Set([basename(file)]) });
+      else interest.names = new Set([...interest.names, basename(file)]);
+    }
     // Only a folder at or below a changed path can have been replaced by another since it was watched.
     const mayBeReplaced = (folder: string) => changed.some((path) => folder === path || folder.startsWith(path + sep));
     for (const [folder, entry] of this.watched) {

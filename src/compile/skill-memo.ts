@@ -40,9 +40,9 @@ export class SkillMemo {
   private keepable = new WeakSet<object>();
   /** Each agent's last selection, by the skills it was made from (see `KeptSelection`). */
   private selections = new Map<string, KeptSelection>();
-  /** An agent's skill by agent, source and SKILL.md, and the source's view it was made from. */
-  private agentSkills = new Map<string, { skill: AgentSkillFields; from: RootSkill }>();
-  private nextAgentSkills = new Map<string, { skill: AgentSkillFields; from: RootSkill }>();
+  /** Each agent's skills by SKILL.md (the same path string build after build), and the source's view each was made from. */
+  private agentSkills = new Map<string, Map<string, KeptAgentSkill>>();
+  private nextAgentSkills = new Map<string, Map<string, KeptAgentSkill>>();
 
   /** Starts a compilation of `config`: what was kept for another config (or before) is dropped. */
   startBuild(config: LoadedConfig): void {
@@ -102,12 +102,15 @@ export class SkillMemo {
    * compilation's where that was made from the same view and is equal to it. Called once an agent's skills are final.
    */
   agentSkillsOf<T extends AgentSkillFields>(id: string, skills: readonly T[], from: readonly RootSkill[]): T[] {
+    const keptSkills = this.agentSkills.get(id);
+    const next = new Map<string, KeptAgentSkill>();
+    this.nextAgentSkills.set(id, next);
     return skills.map((skill, index) => {
       if (!this.keepable.has(from[index]!)) return skill;
-      const key = `${id}\n${skill.source}\n${skill.file}`;
-      const kept = this.agentSkills.get(key);
+      const kept = keptSkills?.get(skill.file);
       const taken = kept && kept.from === from[index] && sameFields(kept.skill, skill) ? (kept.skill as T) : skill;
-      this.nextAgentSkills.set(key, { skill: taken, from: from[index]! });
+      // One SKILL.md through two of the agent's sources: the first is kept.
+      if (!next.has(skill.file)) next.set(skill.file, { skill: taken, from: from[index]! });
       return taken;
     });
   }
@@ -117,6 +120,11 @@ export class SkillMemo {
     this.agentSkills = this.nextAgentSkills;
     this.nextAgentSkills = new Map();
   }
+}
+
+interface KeptAgentSkill {
+  skill: AgentSkillFields;
+  from: RootSkill;
 }
 
 /** A selected skill by its source and its position among that source's skills. */
