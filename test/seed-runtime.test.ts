@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import AjvModule from "ajv";
 import { beforeAll, describe, expect, it } from "vitest";
+import { stableJson } from "../src/bundle/parts.js";
 import { runCli, tempDir, writeTree } from "./helpers.js";
 
 /**
@@ -293,6 +294,13 @@ describe("staging per agent, by link, and each agent's context file (seed 002)",
     expect((await stat(out("agents/coding/skills/deploy/SKILL.md"))).ino).toBe((await stat(join(built, "skills/deploy/SKILL.md"))).ino);
     await expect(stat(out("agents/chat/skills/deploy"))).rejects.toThrow("ENOENT");
     await expect(stat(out("skills"))).rejects.toThrow("ENOENT");
+  });
+
+  it("the manifest records each agent's own place of a skill in its row, as sorted, indented JSON", async () => {
+    const text = await readFile(out("manifest.json"), "utf8");
+    expect(stableJson(JSON.parse(text))).toBe(text);
+    const rows = JSON.parse(text).agents.chat.skills;
+    expect(rows).toEqual([expect.objectContaining({ name: "code-review", staged: "agents/chat/skills/code-review", baseDir: "dist/skills/agents/chat/skills/code-review" })]);
   });
 
   it("a link inside the root is staged as a link to the file it leads to; one leading out of the root is not staged", async () => {

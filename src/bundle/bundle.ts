@@ -7,7 +7,7 @@ import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
-import { asciiOnly, Each, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
+import { asciiOnly, Each, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
 import { TOOL_VERSION } from "../compile/version.js";
@@ -77,7 +77,7 @@ export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: 
   const shared = new Map(ordered.map((skill) => [skill.file, skill]));
 
   const files: BundleFile[] = [];
-  const agents: Manifest["agents"] = {};
+  const agents: Record<string, Omit<Manifest["agents"][string], "skills"> & { skills: Each<AgentSkill> }> = {};
   const { contextFile } = compilation.config.config;
   for (const agent of compilation.agents) {
     files.push({ path: `prompts/${agent.id}.txt`, parts: [agent.prompt] });
@@ -89,11 +89,7 @@ export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: 
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       ...(agent.tokens ? { tokens: agent.tokens } : {}),
-      skills: agent.skills.map((skill) => {
-        // Keys in sorted order, as the manifest has them: written without a sorted copy.
-        const { baseDir, location, staged } = placedElsewhere(skill, shared.get(skill.file)!);
-        return { ...(baseDir === undefined ? {} : { baseDir }), file: skill.file, listed: skill.listed, ...(location === undefined ? {} : { location }), mode: skill.mode, name: skill.name, source: skill.source, ...(staged === undefined ? {} : { staged }) };
-      }),
+      skills: new Each(agent.skills, (skill) => new Written((depth) => agentRow(skill, shared.get(skill.file)!, depth))),
       ...(agent.description === undefined ? {} : { description: agent.description }),
       ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
@@ -127,6 +123,23 @@ export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: 
   });
   return { files, bodies: ordered.map((skill) => ({ hash: skill.hash, text: () => skill.body })) };
 }
+
+/**
+ * An agent's row of a skill in the manifest, `depth` levels deep; made once for a skill placed where the bundle's
+ * record of it says (a watching session's unchanged skill is the same object build after build).
+ */
+function agentRow(skill: AgentSkill, shared: AgentSkill, depth: number): string {
+  const kept = agentRows.get(skill);
+  if (kept?.depth === depth && skill === shared) return kept.text;
+  const { baseDir, location, staged } = placedElsewhere(skill, shared);
+  // Keys in sorted order, as the manifest has them.
+  const row = { ...(baseDir === undefined ? {} : { baseDir }), file: skill.file, listed: skill.listed, ...(location === undefined ? {} : { location }), mode: skill.mode, name: skill.name, source: skill.source, ...(staged === undefined ? {} : { staged }) };
+  const text = indentedJson(row, depth);
+  if (skill === shared) agentRows.set(skill, { depth, text });
+  return text;
+}
+
+const agentRows = new WeakMap<AgentSkill, { depth: number; text: string }>();
 
 /**
  * A skill's record in the manifest, `depth` levels deep, as `jsonParts` would write the object of its keys (sorted,

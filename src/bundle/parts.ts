@@ -47,6 +47,15 @@ export class Entry {
   ) {}
 }
 
+/**
+ * An `Each` element written by a writer for its shape: its text at the depth of the elements, as `jsonParts` would
+ * write it in the style of the file it is in. For many small values (an agent's rows of skills), which `jsonParts`
+ * would walk and stringify one by one.
+ */
+export class Written {
+  constructor(readonly write: (depth: number) => string) {}
+}
+
 export type BundleFile =
   /** Bodies appear in increasing index order, each at most once. */
   | { path: string; parts: Iterable<Part> }
@@ -133,7 +142,8 @@ function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Gener
     if (element instanceof Entry) {
       if (element.key === undefined) yield* element.write(depth);
       else yield { entry: element.key, body: element.body, parts: lazyParts(() => element.write(depth)) };
-    } else yield* jsonParts(element, style, depth);
+    } else if (element instanceof Written) yield element.write(depth);
+    else yield* jsonParts(element, style, depth);
   }
   yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
 }
