@@ -56,11 +56,6 @@ function hashWorkerText() {
   return compile("src/compile/hash-worker.ts", { format: "iife", platform: "node" });
 }
 
-/** src/bundle/write-worker.ts with what it imports: the script of the thread that writes a large bundle's files (src/bundle/file-writes.ts). */
-function writeWorkerText() {
-  return compile("src/bundle/write-worker.ts", { format: "iife", platform: "node" });
-}
-
 /**
  * src/compile/token-worker.ts with what it imports (src/compile/bpe.ts): the script of the token-counting worker
  * (src/compile/tokens.ts), which requires gpt-tokenizer's data at run time.
@@ -75,7 +70,6 @@ export function embeddedTexts() {
     __SKILLBAKE_RUNTIME__: JSON.stringify(runtimeText()),
     __SKILLBAKE_SERVE_RUNTIME__: JSON.stringify(serveRuntimeText()),
     __SKILLBAKE_HASH_WORKER__: JSON.stringify(hashWorkerText()),
-    __SKILLBAKE_WRITE_WORKER__: JSON.stringify(writeWorkerText()),
     __SKILLBAKE_TOKEN_WORKER__: JSON.stringify(tokenWorkerText()),
   };
 }

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { join, resolve } from "node:path";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { relativeTo } from "../compile/discover.js";
@@ -239,16 +239,10 @@ function schemaAsJson(_key: string, value: unknown): unknown {
 
 /** What a bundle file's bytes go to: a file being written, or one on disk being compared. */
 export interface Sink {
-  /**
-   * Appends bytes, which are the sink's from then on: it may keep them, or hand them to another thread. Returns
-   * memory the writer may fill next, which is no longer the sink's (the bytes' own once written, or those of an
-   * earlier write), or nothing: the writer takes fresh memory.
-   */
-  write(bytes: Uint8Array): Uint8Array | undefined;
-  /** Appends placeholder bytes that a patch will replace; the sink's from then on, as written bytes are. */
+  /** Appends bytes; `bytes` may be reused once the call returns. */
+  write(bytes: Uint8Array): void;
+  /** Appends placeholder bytes that a patch will replace. */
   reserve(bytes: Uint8Array): void;
-  /** The sha256 (hex) of the bytes written and reserved: asked once, after the last of them, of a file opened `hashed`. */
-  digest(): string;
   /** Overwrites bytes written earlier, at `offset`. */
   patch(offset: number, bytes: Uint8Array): void;
   /** After the last write and patch. */
@@ -256,7 +250,7 @@ export interface Sink {
 }
 
 /** What a hash part holds until the hash is known. */
-const HASH_PLACEHOLDER = "0".repeat(64);
+const HASH_PLACEHOLDER = Buffer.from("0".repeat(64), "latin1");
 
 /** Bytes gathered before they go to a sink: large enough that writes are few. */
 const CHUNK_BYTES = 1 << 18;
@@ -276,12 +270,12 @@ export interface EarlierFile {
  * text and no second copy of the bodies is ever in memory. What `earlier`'s version of the same file holds is
  * copied from there instead of made again: a skill's whole entry, where one of the same key is there; else its
  * body, where the same SKILL.md's is (escaped for that file), neither read from the SKILL.md nor escaped again.
- * A hash part is written as a string of zeros and patched once the file it names is complete (a file is opened
- * `hashed` when another may take its hash). A file the same as another is handed to `same` once that one ended.
+ * A hash part is written as a string of zeros and patched once the file it names is complete. A file the same as
+ * another is handed to `same` once that one ended.
  */
 export function renderBundle(
   bundle: Bundle,
-  open: (path: string, hashed: boolean) => Sink,
+  open: (path: string) => Sink,
   same: (path: string, sameAs: string) => void,
   earlier: (path: string) => EarlierFile | undefined = () => undefined,
 ): Map<string, FilePlaces> {
@@ -292,7 +286,7 @@ export function renderBundle(
   const last = bundle.files.at(-1)?.path;
   for (const file of bundle.files) {
     if ("sameAs" in file) twins.push(file);
-    else writers.set(file.path, new FileWriter(file.parts, open(file.path, file.path !== last), earlier(file.path), file.path !== last));
+    else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path), file.path !== last));
   }
   let escaped: { json: string; ascii: string | undefined } | undefined;
   const bodyText = (part: BodyPart) => {
@@ -323,7 +317,7 @@ export function renderBundle(
   return new Map([...writers].flatMap(([path, writer]) => (holdsSkills(writer.places) ? [[path, writer.places] as const] : [])));
 }
 
-/** One file's parts on their way to its sink: encoded into a chunk, handed over a chunk at a time. */
+/** One file's parts on their way to its sink: encoded into a chunk, hashed, and written a chunk at a time. */
 class FileWriter {
   readonly hashSlots: { offset: number; of: string }[] = [];
   /** Where this file holds each skill (patching a hash in moves nothing: it has the placeholder's length). */
@@ -335,17 +329,18 @@ class FileWriter {
   private waiting: BodyPart | EntryPart | undefined;
   private offset = 0;
   private filled = 0;
-  /** Never from Node's shared pool: a sink may hand it to another thread whole. */
-  private chunk = Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  private readonly chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  /** Undefined for a file no other takes the hash of. */
+  private readonly hash: Hash | undefined;
 
   constructor(
     parts: Iterable<Part>,
     readonly sink: Sink,
     private readonly earlier: EarlierFile | undefined,
-    /** Whether another file may take this one's hash (asked of the sink). */
-    private readonly hashed: boolean,
+    hashed: boolean,
   ) {
     this.parts = parts[Symbol.iterator]();
+    this.hash = hashed ? createHash("sha256") : undefined;
   }
 
   /** Writes parts up to and including the body `body` (from the SKILL.md of sha256 `hash`), stopping before any later body. */
@@ -357,7 +352,7 @@ class FileWriter {
         this.text('"');
         this.flush();
         this.hashSlots.push({ offset: this.offset, of: part.sha256Of });
-        this.emit(Buffer.allocUnsafeSlow(HASH_PLACEHOLDER.length).fill(HASH_PLACEHOLDER, "latin1"), true);
+        this.emit(HASH_PLACEHOLDER, true);
         this.text('"');
       } else if (part.body > body) {
         this.waiting = part;
@@ -421,7 +416,7 @@ class FileWriter {
   /** Flushes what is left; returns the sha256 of everything written, before any patch, if the file is hashed. */
   finish(): string | undefined {
     this.flush();
-    return this.hashed ? this.sink.digest() : undefined;
+    return this.hash?.digest("hex");
   }
 
   private text(text: string): void {
@@ -429,9 +424,7 @@ class FileWriter {
     if (text.length * 3 > CHUNK_BYTES - this.filled) {
       this.flush();
       if (text.length * 3 > CHUNK_BYTES) {
-        const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text, "utf8"));
-        bytes.write(text, "utf8");
-        this.emit(bytes);
+        this.emit(Buffer.from(text, "utf8"));
         return;
       }
     }
@@ -440,19 +433,15 @@ class FileWriter {
 
   private flush(): void {
     if (this.filled === 0) return;
-    const spare = this.emit(this.chunk.subarray(0, this.filled));
-    // Memory written before is taken again where the sink has it: fresh memory costs a page fault per page filled.
-    this.chunk = spare?.buffer.byteLength === CHUNK_BYTES ? Buffer.from(spare.buffer as ArrayBuffer, 0, CHUNK_BYTES) : Buffer.allocUnsafeSlow(CHUNK_BYTES);
+    this.emit(this.chunk.subarray(0, this.filled));
     this.filled = 0;
   }
 
-  /** Hands `bytes` to the sink, whose they are from then on; returns the memory it gives back, if any (see `Sink.write`). */
-  private emit(bytes: Uint8Array, placeholder = false): Uint8Array | undefined {
-    // Counted first: memory handed to another thread reads as empty here.
+  private emit(bytes: Uint8Array, placeholder = false): void {
+    this.hash?.update(bytes);
+    if (placeholder) this.sink.reserve(bytes);
+    else this.sink.write(bytes);
     this.offset += bytes.byteLength;
-    if (!placeholder) return this.sink.write(bytes);
-    this.sink.reserve(bytes);
-    return undefined;
   }
 }
 
@@ -463,11 +452,10 @@ export function bundleTexts(bundle: Bundle): Map<string, string> {
   renderBundle(
     bundle,
     (path) => {
-      const pieces: Uint8Array[] = [];
+      const pieces: Buffer[] = [];
       return {
-        write: (bytes) => void pieces.push(bytes), // kept: no memory given back
-        reserve: (bytes) => void pieces.push(bytes),
-        digest: () => createHash("sha256").update(Buffer.concat(pieces)).digest("hex"),
+        write: (bytes) => void pieces.push(Buffer.from(bytes)),
+        reserve: (bytes) => void pieces.push(Buffer.from(bytes)),
         patch: (offset, bytes) => {
           const whole = Buffer.concat(pieces.splice(0));
           whole.set(bytes, offset);

@@ -1,11 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, type Stats } from "node:fs";
+import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
 import { link, lstat, mkdir, open, readdir, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
-import { writeFully } from "./file-output.js";
-import { FileWrites } from "./file-writes.js";
 import type { PublishedFolder } from "./well-known.js";
 import { bundleFileSignature, isObject, type BundleRecord, type FilePlaces } from "../compile/cache.js";
 import { GENERATOR } from "./manifest.js";
@@ -53,7 +51,7 @@ export async function writeBundle(outDir: string, bundle: Bundle, copies: readon
         const previous = earlierFiles(outDir, earlier);
         let places: Map<string, FilePlaces>;
         try {
-          places = await writeFiles(staging, bundle, previous.file);
+          places = writeFiles(staging, bundle, previous.file);
         } finally {
           previous.close();
         }
@@ -83,33 +81,42 @@ async function removeLeftover(path: string): Promise<void> {
 }
 
 /**
- * Streams the bundle's files into `folder` (see `renderBundle`); they are closed when it returns (Windows renames no
- * folder that holds an open file). Synchronous writes, in this thread or a large bundle's writer thread (see
- * `FileWrites`): they go to the page cache, where a call costs less than a trip through the thread pool. A file the
- * same as another is a hard link to it.
+ * Streams the bundle's files into `folder` (see `renderBundle`). Synchronous: the writes go to the page cache,
+ * where a call costs less than a trip through the thread pool. A file the same as another is a hard link to it.
  */
-async function writeFiles(folder: string, bundle: Bundle, earlier: (path: string) => EarlierFile | undefined): Promise<Map<string, FilePlaces>> {
-  const writes = FileWrites.start(bundle.bodies.length);
+function writeFiles(folder: string, bundle: Bundle, earlier: (path: string) => EarlierFile | undefined): Map<string, FilePlaces> {
+  const open = new Set<number>();
   try {
-    const places = renderBundle(
+    return renderBundle(
       bundle,
-      (path, hashed) => writes.open(join(folder, path), hashed),
+      (path) => {
+        const target = join(folder, path);
+        mkdirSync(dirname(target), { recursive: true });
+        const fd = openSync(target, "wx");
+        open.add(fd);
+        return {
+          write: (bytes) => writeFully(fd, bytes, null),
+          reserve: (bytes) => writeFully(fd, bytes, null),
+          patch: (offset, bytes) => writeFully(fd, bytes, offset),
+          end: () => {
+            open.delete(fd);
+            closeSync(fd);
+          },
+        };
+      },
       (path, sameAs) => {
         const target = join(folder, path);
         mkdirSync(dirname(target), { recursive: true });
         try {
           linkSync(join(folder, sameAs), target);
         } catch {
-          writes.flush(); // the copy reads what is written
           copyFileSync(join(folder, sameAs), target); // a filesystem without hard links
         }
       },
       earlier,
     );
-    writes.flush();
-    return places;
   } finally {
-    await writes.close();
+    for (const fd of open) closeSync(fd);
   }
 }
 
@@ -170,6 +177,13 @@ function earlierFiles(outDir: string, record: BundleRecord | undefined): { file:
   };
 }
 
+/** `position` null: at the file's offset, which advances. */
+function writeFully(fd: number, bytes: Uint8Array, position: number | null): void {
+  for (let written = 0; written < bytes.byteLength; ) {
+    written += writeSync(fd, bytes, written, bytes.byteLength - written, position === null ? null : position + written);
+  }
+}
+
 /** How `compareBundle` finds a file of the bundle on disk. `notFollowed` says what stands there instead of a regular file ("a symlink; not followed"). */
 export type BundleFileState = "same" | "changed" | "missing" | { notFollowed: string };
 
@@ -186,7 +200,7 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Bundl
   try {
     renderBundle(
       { ...bundle, files },
-      (path, hashed) => {
+      (path) => {
         const opened = openBundleFile(outDir, path);
         const fd = "fd" in opened ? opened.fd : undefined;
         states.set(path, "fd" in opened ? "same" : "missing" in opened ? "missing" : opened);
@@ -195,7 +209,6 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Bundl
         const same = () => states.get(path) === "same";
         let position = 0;
         let scratch = Buffer.alloc(0);
-        const hash = hashed ? createHash("sha256") : undefined;
         /** Whether the disk holds `bytes` at `offset`. */
         const holds = (bytes: Uint8Array, offset: number) => {
           if (scratch.length < bytes.byteLength) scratch = Buffer.allocUnsafe(bytes.byteLength);
@@ -205,16 +218,12 @@ export function compareBundle(outDir: string, bundle: Bundle): Map<string, Bundl
         };
         return {
           write: (bytes) => {
-            hash?.update(bytes);
             if (same() && !holds(bytes, position)) differs();
             position += bytes.byteLength;
-            return bytes;
           },
           reserve: (bytes) => {
-            hash?.update(bytes);
             position += bytes.byteLength; // compared when patched
           },
-          digest: () => hash!.digest("hex"),
           patch: (offset, bytes) => {
             if (same() && !holds(bytes, offset)) differs();
           },
