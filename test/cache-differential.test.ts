@@ -358,6 +358,23 @@ describe("a watching session's skills, kept from one build to the next", () => {
     expect(parsed.deref()).toBeUndefined();
   });
 
+  it("lets each build's prompt and agents go: a skill kept from a build holds nothing else of it", async () => {
+    const dir = await project();
+    const { session } = await settledSession(dir);
+    const edited = join(dir, "skills/area/alpha/SKILL.md");
+    await writeFile(edited, skillMd("alpha", "Edited. Use when needed."));
+    session.noteChanges([edited]);
+    await buildInSession({ cwd: dir }, session);
+    // The edited skill was read in that build; this one makes it anew from the cache, and the next keeps it.
+    const agent = new WeakRef((await buildInSession({ cwd: dir }, session)).agents[0]!);
+    await buildInSession({ cwd: dir }, session);
+    for (let tries = 0; tries < 10 && agent.deref() !== undefined; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      collectGarbage();
+    }
+    expect(agent.deref()).toBeUndefined();
+  });
+
   it("reads a kept skill's body from its SKILL.md as it is now, after a touch changed only its times", async () => {
     const dir = await project();
     const { session } = await settledSession(dir);

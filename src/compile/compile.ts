@@ -9,7 +9,7 @@ import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
-import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter } from "./parse.js";
+import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter, type WrittenFrontmatter } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
@@ -331,12 +331,11 @@ function checkSkillFile(
     findings.push(...checked.findings);
   }
   if (!content) return undefined;
-  const checked = content;
+  const skillContent = content;
   const make = (): ValidSkill => {
-    const { body, ...metadata } = checked;
-    // The frontmatter as written is for the skills an agent serves (few, if any): read and parsed again when asked for.
-    const written = () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), config.yaml === "recover", size))!;
-    return withBody({ ...metadata, file, displayFile, hash, written }, body ?? (bytes ? skillBody(bytes) : () => skillBody(readUnchanged(file, displayFile, stats))));
+    const { body, ...metadata } = skillContent;
+    const again = rereads(file, displayFile, stats, config.yaml === "recover", size);
+    return withBody({ ...metadata, file, displayFile, hash, written: again.written }, body ?? (bytes ? skillBody(bytes) : again.body));
   };
   // Unread, and the cache's own record (no `frontmatter` schema made another): a watching session's skill made from it last time.
   return options.skills && !bytes && content === validated.content ? options.skills.validSkill(content, file, stats, make) : make();
@@ -355,7 +354,7 @@ function selectAgents(context: CompileContext, plans: readonly SourcePlan[], val
           failed.push(basename(dirname(found.file)));
           continue;
         }
-        const make = () => withBody({ ...valid, dir: found.dir, files: found.files }, () => valid.body);
+        const make = () => withBody({ ...valid, dir: found.dir, files: found.files }, bodyFrom(valid));
         skills.push(options.skills ? options.skills.foundSkill(valid, found.dir, found.files, make) : make());
       }
       return { config: plan.config, skills, failed };
@@ -403,10 +402,10 @@ async function compileAgent(
       sourceDir: dirname(skill.file),
       ...(staged ? { staged } : {}),
       listed: false, // settled below, once the budget is applied
-    }, () => skill.body);
+    }, bodyFrom(skill));
   });
   const format = agent.format ?? config.format;
-  const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill): PromptSkill => withBody({ name: skill.name, description: skill.description, location: skill.location, baseDir: skill.baseDir, mode: skill.mode, hidden: isHidden(skill) }, () => skill.body));
+  const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill): PromptSkill => withBody({ name: skill.name, description: skill.description, location: skill.location, baseDir: skill.baseDir, mode: skill.mode, hidden: isHidden(skill) }, bodyFrom(skill)));
   const tool = agent.tool && { style: agent.tool.style, name: agent.tool.name ?? agent.tool.style };
   const invocation: Invocation = { invoke: agent.invoke ?? "read", catalogue: agent.catalogue ?? "prompt", tool: tool ?? DEFAULT_TOOL };
   if (typeof format !== "string" && agent.catalogue === "tool") {
@@ -529,6 +528,26 @@ async function bodyLengthFindings(skills: readonly { displayFile: string; body: 
   const tokens = long.length > 0 ? await tokenCounter(encoding).count(long.map((skill) => skill.body)) : [];
   const counted = new Map(long.map((skill, index) => [skill, tokens[index]]));
   return skills.flatMap((skill) => bodyLengthFinding(skill.displayFile, skill.body, skill.bodyLine, counted.get(skill)) ?? []);
+}
+
+/**
+ * A body taken from `source` when first asked for. Made here rather than where the source is at hand: a closure
+ * keeps its whole scope alive, and a skill a watching session keeps would keep the build that made it (its prompt,
+ * all its skills) through every later one.
+ */
+function bodyFrom(source: { readonly body: string }): () => string {
+  return () => source.body;
+}
+
+/**
+ * A SKILL.md's body, and its frontmatter as written (for the skills an agent serves: few, if any), read and parsed
+ * again when first asked for; made here for the reason `bodyFrom` is.
+ */
+function rereads(file: string, displayFile: string, stats: FileStats, recover: boolean, size: number): { body: () => string; written: () => WrittenFrontmatter } {
+  return {
+    body: () => skillBody(readUnchanged(file, displayFile, stats)),
+    written: () => writtenFrontmatter(parseSkillFile(displayFile, readUnchanged(file, displayFile, stats), recover, size))!,
+  };
 }
 
 /** Where `withBody` keeps a body, or what reads it. */
