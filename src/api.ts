@@ -127,6 +127,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
 export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
   let loaded: LoadedConfig | undefined;
   const statsTaken: StatsTaken = { folders: new Map(), files: new Map() };
+  await session?.removeReplaced();
   // A watch session's first build starts as any build does; its later ones follow a change, with the cache in memory.
   const first = session ? session.startBuild() : true;
   if (!options.check && first) {
@@ -158,7 +159,7 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     const copies = stagedCopies(compilation);
     const published = publishedFolders(compilation);
     if (options.check) return { ...result, outDir, written: false, ...(await compareWithDisk(outDir, dirname(result.config.file), bundle, copies, published)) };
-    const places = await writeBundle(outDir, bundle, copies, result.config, cache.bundle);
+    const places = await writeBundle(outDir, bundle, copies, result.config, cache.bundle, session && ((removal) => session.putOff(removal)));
     await writePublished(published, result.config, outDir);
     // A published folder is recorded by its own path: the folders above it (the user's) change for other reasons.
     const publishedPaths = published.flatMap((folder) => [folder.dir, ...folder.files.map((file) => join(folder.dir, file.path))].map((path) => relative(outDir, path)));
@@ -236,6 +237,8 @@ export class BuildSession {
   private loadedConfig?: { loaded: LoadedConfig; signatures: string | undefined };
   private cache?: BuildCache;
   private builds = 0;
+  /** Removals of the bundles this session's builds replaced, put off until the build was reported (`removeReplaced`). */
+  private replaced: (() => Promise<void>)[] = [];
   /** With a watcher that reports every change (`noteChanges`): the last build's discovery, and the paths changed since. */
   readonly discovery: DiscoveryMemo | undefined;
   /** With such a watcher too: the last build's skills, the same objects again where unchanged. */
@@ -288,6 +291,16 @@ export class BuildSession {
   /** Writes the build cache for the next process. */
   save(): void {
     this.cache?.save();
+  }
+
+  /** Takes a replaced bundle's removal for later. */
+  putOff(removal: () => Promise<void>): void {
+    this.replaced.push(removal);
+  }
+
+  /** Removes the bundles this session's builds replaced: once a build was reported, and before the next build. */
+  async removeReplaced(): Promise<void> {
+    await Promise.all(this.replaced.splice(0).map((removal) => removal()));
   }
 }
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CLI, holdLock, runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -57,6 +57,15 @@ async function watchedProject(skill = "skills/alpha/SKILL.md") {
 }
 
 describe("skills build --watch", () => {
+  it("removes the bundle a rebuild replaced once the rebuild is reported", async () => {
+    const { dir, output, prompt } = await watchedProject();
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha and beta reports."));
+    await waitFor(async () => (await prompt()).includes("Drafts alpha and beta reports."), "the edit in the bundle", output);
+    await waitFor(() => /Built in \d+ ms[^]*Built in \d+ ms/.test(output()), "the rebuild's report", output);
+    await waitFor(async () => (await readdir(join(dir, "dist"))).every((name) => name === "skills" || name === ".skills.lock"), "the replaced bundle removed", output);
+    expect(await readdir(join(dir, "dist"))).toContain("skills");
+  });
+
   it("rebuilds on edits, keeps the last good bundle while a skill is broken, and picks up new skills and config edits", async () => {
     const dir = await tempDir();
     await writeTree(dir, {

@@ -36,8 +36,17 @@ export class OutDirLockedError extends OutputError {
  *   and removes what killed builds left (see `recoverInterruptedBuild`).
  * - `earlier`, the record of the bundle the last build wrote here: each skill's entry or body that one of its files
  *   still holds, untouched, is copied from there (see `earlierFiles`). Returns where each new file holds each skill.
+ * - The bundle replaced is removed before this returns, unless `putOff` takes its removal for later (watch mode,
+ *   once the build is reported: removing 170 MB of files takes ~50 ms).
  */
-export async function writeBundle(outDir: string, bundle: Bundle, copies: readonly StagedCopy[], config: LoadedConfig, earlier?: BundleRecord): Promise<Map<string, FilePlaces>> {
+export async function writeBundle(
+  outDir: string,
+  bundle: Bundle,
+  copies: readonly StagedCopy[],
+  config: LoadedConfig,
+  earlier?: BundleRecord,
+  putOff?: (removal: () => Promise<void>) => void,
+): Promise<Map<string, FilePlaces>> {
   try {
     await assertSafeOutDir(outDir, config);
     await mkdir(dirname(outDir), { recursive: true });
@@ -57,7 +66,8 @@ export async function writeBundle(outDir: string, bundle: Bundle, copies: readon
         }
         await stageCopies(staging, copies);
         const retired = swapIn(staging, outDir);
-        if (retired) await removeLeftover(retired);
+        if (retired && putOff) putOff(() => removeLeftover(retired));
+        else if (retired) await removeLeftover(retired);
         return places;
       } finally {
         await removeLeftover(staging);
