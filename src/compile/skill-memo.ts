@@ -18,8 +18,8 @@ interface AgentSkillFields {
 /**
  * What a watching session keeps of its last compilation's skills, so that a skill nothing changed for is the very
  * same object build after build: an edit of one SKILL.md in a catalogue of 10,000 then makes one skill's objects
- * anew, not 10,000 skills' three times over (~100 MB of short-lived objects per rebuild), and what is worked out
- * from a skill once (an entry's key, its part of the bundle's fingerprint) is kept with it (see `entryKey`).
+ * anew, not 10,000 skills' three times over (a rebuild there made ~200 MB of objects, ~130 MB now), and what is
+ * worked out from a skill once (an entry's key, its rows, its part of the bundle's fingerprint) is kept with it.
  *
  * Each stage's object is taken again only where the object it was made from is the same (and so holds the same):
  * a skill's checked content where the build cache gave the same record for the same file, found through the same
