@@ -17,6 +17,18 @@ setFlagsFromString("--expose-gc");
 const collectGarbage = runInNewContext("gc") as () => void;
 
 /**
+ * Whether `ref`'s target is collected once nothing holds it. A WeakRef holds its target until the task that made
+ * it ends, and a collection may leave what a pending task holds: up to ten collections, a task apart.
+ */
+async function collected(ref: WeakRef<object>): Promise<boolean> {
+  for (let tries = 0; tries < 10 && ref.deref() !== undefined; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    collectGarbage();
+  }
+  return ref.deref() === undefined;
+}
+
+/**
  * Differential tests of every cache a build goes by (the build cache's records, the rebuild where nothing changed,
  * the bundle copied from, a watching session's discovery, a dev server's record modules): random sequences of edits, each followed by a build
  * through the caches, whose bundle (or a dev server's modules) must be byte for byte what a compilation without any
@@ -350,12 +362,7 @@ describe("a watching session's skills, kept from one build to the next", () => {
     const dir = await project();
     const session = new BuildSession({ watched: true });
     const parsed = new WeakRef((await buildInSession({ cwd: dir }, session)).agents[0]!.skills[0]!);
-    // A WeakRef holds its target until the task that made it ends; a collection may leave what a pending task holds.
-    for (let tries = 0; tries < 10 && parsed.deref() !== undefined; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      collectGarbage();
-    }
-    expect(parsed.deref()).toBeUndefined();
+    expect(await collected(parsed)).toBe(true);
   });
 
   it("lets each build's prompt and agents go: a skill kept from a build holds nothing else of it", async () => {
@@ -368,11 +375,7 @@ describe("a watching session's skills, kept from one build to the next", () => {
     // The edited skill was read in that build; this one makes it anew from the cache, and the next keeps it.
     const agent = new WeakRef((await buildInSession({ cwd: dir }, session)).agents[0]!);
     await buildInSession({ cwd: dir }, session);
-    for (let tries = 0; tries < 10 && agent.deref() !== undefined; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      collectGarbage();
-    }
-    expect(agent.deref()).toBeUndefined();
+    expect(await collected(agent)).toBe(true);
   });
 
   it("reads a kept skill's body from its SKILL.md as it is now, after a touch changed only its times", async () => {
