@@ -37,7 +37,7 @@ export class OutDirLockedError extends OutputError {
  * - `earlier`, the record of the bundle the last build wrote here: each skill's entry or body that one of its files
  *   still holds, untouched, is copied from there (see `earlierFiles`). Returns where each new file holds each skill.
  * - The bundle replaced is removed before this returns, unless `putOff` takes its removal for later (watch mode,
- *   once the build is reported: removing 170 MB of files takes ~50 ms).
+ *   once the build is reported: a bundle of 10,000 skills, 170 MB of files, took 50–190 ms to remove).
  */
 export async function writeBundle(
   outDir: string,
