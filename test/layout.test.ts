@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import { buildSync } from "esbuild";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
@@ -38,6 +39,13 @@ describe("the source layout", () => {
 
   it("has no import circle", () => {
     expect(circles(graph).map((circle) => circle.map(name).join(" -> "))).toEqual([]);
+  });
+
+  // Each worker thread starts by evaluating its script (embedded in the CLI and the API as text): one bundled with
+  // zod or yaml would parse and run them in every worker, and carry them in the package twice.
+  it.each(["src/compile/hash-worker.ts", "src/compile/token-worker.ts"])("bundles %s with no package", (worker) => {
+    const { metafile } = buildSync({ entryPoints: [worker], bundle: true, platform: "node", write: false, metafile: true, logLevel: "silent" });
+    expect(Object.keys(metafile.inputs).filter((input) => input.includes("node_modules/"))).toEqual([]);
   });
 
   it("finds a circle and an upward import when there is one (the checks can fail)", () => {

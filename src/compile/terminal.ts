@@ -1,7 +1,12 @@
-import { HIDDEN_CHARACTER } from "./validate.js";
-
 // What text shown to a person needs, in a terminal, a CI log or a pull-request comment: untrusted text escaped,
 // colour where the stream takes it. The CLI's reports and review's diff formats both use it.
+
+/**
+ * Control characters (tab and line feed aside), bidi controls (U+061C, U+200E–U+200F, U+202A–U+202E,
+ * U+2066–U+2069: "Trojan Source") and Unicode tag characters (U+E0000–U+E007F: invisible text a model reads).
+ * escapeInvisible shows these (and tab and line feed) escaped wherever output quotes a path, a name or a description.
+ */
+export const HIDDEN_CHARACTER = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]/u;
 
 /** What a terminal would act on or hide rather than show: the hidden characters, plus tab and line feed. */
 const INVISIBLE = new RegExp(`[\\t\\n]|${HIDDEN_CHARACTER.source}`, "gu");

@@ -12,6 +12,7 @@ import {
   type SkillFields,
 } from "./model.js";
 import type { FrontmatterField, ParsedSkillFile, Position } from "./parse.js";
+import { HIDDEN_CHARACTER } from "./terminal.js";
 
 /** A skill's validated content, before it is placed in a root and an agent. */
 export interface SkillContent {
@@ -221,13 +222,6 @@ function reportUnknownField(field: FrontmatterField, byKey: ReadonlyMap<string, 
     report("field-unknown", field.keyAt, `\`${field.key}\` is not a known frontmatter field; it is kept under \`extra\``, known ? `Did you mean \`${known}\`? Keys are case-sensitive.` : undefined);
   }
 }
-
-/**
- * Control characters (tab and line feed aside), bidi controls (U+061C, U+200E–U+200F, U+202A–U+202E,
- * U+2066–U+2069: "Trojan Source") and Unicode tag characters (U+E0000–U+E007F: invisible text a model reads).
- * escapeInvisible shows these (and tab and line feed) escaped wherever output quotes a path, a name or a description.
- */
-export const HIDDEN_CHARACTER = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]/u;
 
 function describeHidden(char: string): string {
   const code = char.codePointAt(0)!;
