@@ -82,6 +82,21 @@ describe("JSON in parts", () => {
     expect(jsonText({ b: 1, 10: 2, 9: 3, a: 4 }, MODULE_STYLE)).toBe('{"9":3,"10":2,"a":4,"b":1}');
   });
 
+  it("writes strings of 64 KiB and more (an agent's prompt) as it writes short ones, in both styles", () => {
+    const unit = fc.constantFrom("\n", '"', "\\", "\t", "\u0000", "\u2028", "\ud800", "é", "😀", "a", '{"__proto__":1}');
+    const long = fc.string({ unit, minLength: 1, maxLength: 8 }).map((text) => text.repeat(Math.ceil((1 << 16) / text.length) + 1));
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom("__proto__", "prompt", "a"), fc.oneof(long, fc.array(long, { maxLength: 2 }), jsonValue)), (value) => {
+        expect(jsonText(value, MANIFEST_STYLE)).toBe(sortedJson(value));
+        const literal = jsonText(value, MODULE_STYLE);
+        expect(/^[\x00-\x7e]*$/.test(literal)).toBe(true);
+        const evaluated: unknown = new Function(`return (${literal});`)();
+        expect(JSON.stringify(evaluated)).toBe(JSON.stringify(JSON.parse(sortedJson(value))));
+      }),
+      { numRuns: 40, seed: 14 },
+    );
+  });
+
   it("jsonString is JSON.stringify of any text, line breaks, quotes, control characters and lone surrogates included; for ASCII text, its ASCII form too", () => {
     const unit = fc.constantFrom("\n", '"', "\\", "\t", "\r", "\u0000", "\u001f", "\u007f", "\u2028", "\ud800", "\udc00", "é", "😀", "a");
     const ascii = fc.oneof(fc.constantFrom("\n", '"', "\\", "\t", "\r", "\u0000", "\u001f", "\u007f", "a"), fc.integer({ min: 0, max: 0x7f }).map((code) => String.fromCharCode(code)));

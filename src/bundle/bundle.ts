@@ -41,7 +41,8 @@ export function bundleFingerprint(compilation: Compilation): string {
   const hash = createHash("sha256").update(
     JSON.stringify({ tool: TOOL_VERSION, outDir: compilation.outDir, config: { file, dir, inputs }, inputs: inputsHash, diagnostics: compilation.diagnostics }),
   );
-  for (const { skills: _skills, ...agent } of compilation.agents) hash.update(`\n${JSON.stringify(agent)}`);
+  // The prompt (megabytes at 10,000 skills) is hashed as it is, after its length: not JSON-escaped first.
+  for (const { skills: _skills, prompt, ...agent } of compilation.agents) hash.update(`\n${JSON.stringify(agent)}\n${prompt.length}\n`).update(prompt);
   if (config.frontmatter) for (const skill of skills) hash.update(`\n${JSON.stringify(skill.fields)}`);
   return hash.digest("hex");
 }

@@ -122,12 +122,25 @@ export function* jsonParts(value: unknown, style: JsonStyle, depth = 0): Generat
     if (at > start) yield textPart(text.slice(start, at));
     start = end + 1;
     if (hole instanceof Each) yield* eachParts(hole, style, style.indent ? elementDepth(text, at, depth) : 0);
-    else yield hole;
+    else if (hole instanceof LongText) {
+      const { json, ascii } = jsonString(hole.text);
+      yield style.ascii ? (ascii ?? asciiOnly(json)) : json;
+    } else yield hole;
   }
   if (start < text.length) yield textPart(start === 0 ? text : text.slice(start));
 }
 
-type Hole = Slot["part"] | Each<unknown>;
+type Hole = Slot["part"] | Each<unknown> | LongText;
+
+/**
+ * A string of at least `LONG_TEXT` characters (an agent's prompt in a module): escaped by `jsonString`, faster than
+ * JSON.stringify, and left out of the text that the `__proto__` and ASCII passes scan.
+ */
+class LongText {
+  constructor(readonly text: string) {}
+}
+
+const LONG_TEXT = 1 << 16;
 
 /** An `Each` as a JSON array whose elements are at `depth`, an element at a time. */
 function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Generator<Part, void, undefined> {
@@ -182,7 +195,7 @@ const MARKER_START = `"\\u0000${NONCE}:`;
 
 /** `value` (plain data, no slots) with object keys in sorted order at every depth, as `jsonParts` writes it. */
 export function sortedData(value: unknown): unknown {
-  return sortedCopy(value, []);
+  return sortedCopy(value, undefined);
 }
 
 /**
@@ -195,13 +208,15 @@ export function indentedJson(value: unknown, depth: number): string {
 }
 
 /**
- * `value` with object keys in sorted order and holes turned into markers; an object or array whose keys are
- * already sorted and whose members need no change is kept as it is, so the bundle's own objects (built in order)
- * are not copied. An own `__proto__` key stays an own key.
+ * `value` with object keys in sorted order and, given `holes`, each slot, `Each` and long string turned into a
+ * marker of the hole it is pushed as; an object or array whose keys are already sorted and whose members need no
+ * change is kept as it is, so the bundle's own objects (built in order) are not copied. An own `__proto__` key
+ * stays an own key.
  */
-function sortedCopy(value: unknown, holes: Hole[]): unknown {
-  if (value instanceof Slot) return holeMarker(holes.push(value.part) - 1);
-  if (value instanceof Each) return holeMarker(holes.push(value) - 1);
+function sortedCopy(value: unknown, holes: Hole[] | undefined): unknown {
+  if (holes && value instanceof Slot) return holeMarker(holes.push(value.part) - 1);
+  if (holes && value instanceof Each) return holeMarker(holes.push(value) - 1);
+  if (holes && typeof value === "string" && value.length >= LONG_TEXT) return holeMarker(holes.push(new LongText(value)) - 1);
   if (typeof value !== "object" || value === null || value instanceof Date) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
