@@ -18,6 +18,27 @@ function bySegments(a: string, b: string): number {
 const segment = fc.array(fc.constantFrom("a", "b", "-", ".", "_", "A", "0", "é", "\ue000", "😀", "\uffff"), { minLength: 1, maxLength: 4 }).map((chars) => chars.join(""));
 const path = fc.array(segment, { minLength: 1, maxLength: 4 }).map((segments) => segments.join("/"));
 
+describe("compareStrings", () => {
+  /** Code point order by its definition: the strings' code points (a lone surrogate is its own), compared in turn. */
+  const byCodePoints = (a: string, b: string): number => {
+    const left = [...a].map((char) => char.codePointAt(0)!);
+    const right = [...b].map((char) => char.codePointAt(0)!);
+    for (let i = 0; i < Math.min(left.length, right.length); i++) if (left[i] !== right[i]) return left[i]! - right[i]!;
+    return left.length - right.length;
+  };
+  const text = fc.array(fc.constantFrom("a", "b", "/", "é", "\ud7ff", "\ud800", "\udc00", "\ue000", "\uffff", "😀", "\u{10ffff}"), { maxLength: 6 }).map((chars) => chars.join(""));
+
+  it("orders strings by code point, surrogates and characters from U+E000 up included", () => {
+    fc.assert(
+      fc.property(text, text, (a, b) => {
+        expect(Math.sign(compareStrings(a, b))).toBe(Math.sign(byCodePoints(a, b)));
+      }),
+      { numRuns: 5000 },
+    );
+    expect(compareStrings("\ue000", "😀")).toBeLessThan(0); // "😀" is U+1F600, though its first UTF-16 unit (U+D83D) is less
+  });
+});
+
 describe("comparePaths", () => {
   it("orders paths as SPEC §3 defines path order", () => {
     fc.assert(
