@@ -9,7 +9,7 @@ import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
 import { compareBundle } from "../src/bundle/emit.js";
-import { Each, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson } from "../src/bundle/parts.js";
+import { Each, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson, Written } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -76,6 +76,24 @@ describe("JSON in parts", () => {
     );
     const parts = [...jsonParts({ a: new Each([0, 1], (index) => ({ body: new Slot({ body: index, ascii: false }) })) }, MANIFEST_STYLE)];
     expect(parts).toEqual(['{\n  "a": ', "[\n    ", "{\n      \"body\": ", { body: 0, ascii: false }, "\n    }", ",\n    ", "{\n      \"body\": ", { body: 1, ascii: false }, "\n    }", "\n  ]", "\n}"]);
+  });
+
+  it("writes Written elements as their values would be written, many together, between elements of other kinds", () => {
+    // Enough rows to pass the 64 KiB a part of Written elements holds, some of them values written by jsonParts.
+    const rows = Array.from({ length: 3000 }, (_, index) => ({ file: `skills/skill-${index}/SKILL.md`, listed: index % 7 !== 0, mode: "available" }));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 400 }), fc.constantFrom(0, 1, 2), (every, depth) => {
+        const each = (style: typeof MANIFEST_STYLE) =>
+          new Each(rows, (row, index) => (index % every === 0 ? row : new Written((at) => (style.indent ? indentedJson(row, at) : jsonText(row, style)))));
+        for (const style of [MANIFEST_STYLE, MODULE_STYLE]) {
+          let nested: unknown = { rows: each(style) };
+          let plain: unknown = { rows };
+          for (let level = 0; level < depth; level++) [nested, plain] = [{ at: nested }, { at: plain }];
+          expect(jsonText(nested, style)).toBe(jsonText(plain, style));
+        }
+      }),
+      { numRuns: 30, seed: 15 },
+    );
   });
 
   it("orders keys as JavaScript objects do: array-index keys first, in numeric order, then the rest sorted", () => {

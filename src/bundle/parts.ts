@@ -149,17 +149,33 @@ function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Gener
     return;
   }
   const newline = style.indent ? `\n${"  ".repeat(depth)}` : "";
+  // Written elements (thousands of small rows) go out together, up to `WRITTEN_BATCH` characters a part.
+  let written = "";
   for (let index = 0; index < each.items.length; index++) {
-    yield `${index === 0 ? "[" : ","}${newline}`;
+    const separator = `${index === 0 ? "[" : ","}${newline}`;
     const element = each.map(each.items[index]!, index);
+    if (element instanceof Written) {
+      written += separator + element.write(depth);
+      if (written.length >= WRITTEN_BATCH) {
+        yield written;
+        written = "";
+      }
+      continue;
+    }
+    if (written !== "") {
+      yield written;
+      written = "";
+    }
+    yield separator;
     if (element instanceof Entry) {
       if (element.key === undefined) yield* element.write(depth);
       else yield { entry: element.key, body: element.body, parts: lazyParts(() => element.write(depth)) };
-    } else if (element instanceof Written) yield element.write(depth);
-    else yield* jsonParts(element, style, depth);
+    } else yield* jsonParts(element, style, depth);
   }
-  yield `${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
+  yield `${written}${style.indent ? `\n${"  ".repeat(depth - 1)}` : ""}]`;
 }
+
+const WRITTEN_BATCH = 1 << 16;
 
 /**
  * The depth of the elements of an `Each` whose marker is at `at` in the indented text of a value at `depth`: one
