@@ -204,6 +204,20 @@ describe("skills build --watch", () => {
     expect(await watch.exited).toBe(0);
   }, 120_000);
 
+  it("a folder made in a root, then a skill written in it once all is quiet: built", async () => {
+    const { dir, watch, output, prompt } = await watchedProject();
+    const mark = output().length;
+    await mkdir(join(dir, "skills/beta"));
+    await waitFor(() => /Built in \d+ ms/.test(output().slice(mark)), "the rebuild for the new folder", output);
+    // Past the check for changes made while a build ran: only a watch on the new folder sees this write.
+    await quiet(output);
+    await writeFile(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks."));
+    await waitFor(async () => (await prompt()).includes("<name>beta</name>"), "the new skill in the bundle", output);
+
+    watch.child.kill("SIGINT");
+    expect(await watch.exited).toBe(0);
+  }, 120_000);
+
   it("a folder of skills replaced by another of the same name: its skills are built, and edits in the new folders seen", async () => {
     const { dir, watch, output, prompt } = await watchedProject("skills/area/group/alpha/SKILL.md");
 
