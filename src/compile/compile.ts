@@ -815,7 +815,13 @@ function hashSkillFiles(
   hashed: Map<string, HashOutcome>,
 ): void {
   const bySkill = new Map<string, AgentSkill[]>();
-  for (const agent of agents) for (const skill of agent.skills) bySkill.set(skill.file, [...(bySkill.get(skill.file) ?? []), skill]);
+  for (const agent of agents) {
+    for (const skill of agent.skills) {
+      const copies = bySkill.get(skill.file);
+      if (copies) copies.push(skill);
+      else bySkill.set(skill.file, [skill]);
+    }
+  }
   const unreadable = new Set<string>();
   for (const copies of bySkill.values()) {
     const { files, sourceDir } = copies[0]!;
@@ -833,7 +839,7 @@ function hashSkillFiles(
     });
   }
   for (const copies of bySkill.values()) {
-    const files = copies[0]!.files.filter((file) => !unreadable.has(pathIn(copies[0]!.sourceDir, file.path)));
+    const files = unreadable.size === 0 ? copies[0]!.files : copies[0]!.files.filter((file) => !unreadable.has(pathIn(copies[0]!.sourceDir, file.path)));
     for (const skill of copies) skill.files = files;
   }
 }
