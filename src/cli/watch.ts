@@ -76,7 +76,7 @@ class FolderWatcher {
   private roots: string[] = [];
   private configFiles = new Set<string>();
   private failed: string | undefined;
-  /** What the last full `follow` watched by (folders and files read, roots, outDir), and how many folders it watched. */
+  /** What the last full `follow` went by (outDir, config files, roots, files and folders read) when it watched every folder it wanted, and how many. */
   private followed: { paths: readonly string[]; folders: number } | undefined;
   private readonly pending = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -235,7 +235,9 @@ class FolderWatcher {
       if (entry) Object.assign(entry, interestIn);
       else this.watchFolder(folder, interestIn);
     }
-    this.followed = { paths, folders: this.watched.size };
+    // Only a pass that watched every folder it wanted vouches for the next: one gone meanwhile (deleted, then made
+    // again before the next build lists it) is tried again by a full pass.
+    this.followed = this.watched.size === wanted.size ? { paths, folders: wanted.size } : undefined;
   }
 
   /** Starts watching `folder`; a folder gone since the build listed it is left (its parent's watch saw that). */
