@@ -157,6 +157,11 @@ interface Place {
   hidden: boolean;
 }
 
+/** `place` with other ancestors and rules, field by field: a spread followed by more fields cost V8 ~1–5 µs an object. */
+function placeWith(place: Place, ancestors: readonly string[], ignoreRules: GitignoreRules): Place {
+  return { dir: place.dir, rel: place.rel, real: place.real, ancestors, ignoreRules, viaLink: place.viaLink, hidden: place.hidden };
+}
+
 /**
  * Walks one root: .gitignore honoured, symlinks followed while they stay inside the root, and a folder
  * holding SKILL.md is one skill whose subfolders are its resources (with `nested`, a subfolder holding a SKILL.md
@@ -236,7 +241,7 @@ class RootWalk {
     // The folder's own .gitignore applies to everything in it, its SKILL.md included.
     const ignoreRules = this.withIgnoreFile(place, entries);
     const skillEntry = entries.find((entry) => entry.name === "SKILL.md");
-    if (skillEntry && !isIgnored(ignoreRules, place.rel ? `${place.rel}/SKILL.md` : "SKILL.md", false) && this.addSkill({ ...place, ignoreRules }, skillEntry, entries)) return;
+    if (skillEntry && !isIgnored(ignoreRules, place.rel ? `${place.rel}/SKILL.md` : "SKILL.md", false) && this.addSkill(placeWith(place, place.ancestors, ignoreRules), skillEntry, entries)) return;
 
     for (const entry of entries) {
       if (NEVER_WALKED.has(entry.name)) continue;
@@ -287,7 +292,7 @@ class RootWalk {
     if (realFile === undefined || identity === undefined) return false;
     const files = new Map<string, FileStats>();
     const budget = { left: MAX_SKILL_FOLDER_ENTRIES };
-    this.collectFiles({ ...place, ancestors: [...place.ancestors, place.real] }, "", place.rel, entries, files, budget);
+    this.collectFiles(placeWith(place, [...place.ancestors, place.real], place.ignoreRules), "", place.rel, entries, files, budget);
     if (budget.left < 0) {
       this.findings.push({
         code: "skill-folder-too-large",
@@ -349,7 +354,7 @@ class RootWalk {
           const file = pathIn(path, "SKILL.md");
           this.enclosed.push({ file, realFile: realpathOr(file), dir: rel, within: skillDir, hidden: place.hidden });
         }
-        this.collectFiles({ ...inside, ignoreRules: innerRules }, fileRel, skillDir, inner, files, budget);
+        this.collectFiles(placeWith(inside, inside.ancestors, innerRules), fileRel, skillDir, inner, files, budget);
       };
       if (entry.isFile()) {
         const identity = isIgnored(ignoreRules, rel, false) ? undefined : this.identify(path, pathIn(place.real, entry.name), "it is left out of the skill's files");
