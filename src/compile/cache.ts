@@ -501,9 +501,13 @@ export function bundleFileSignature(stats: { ino: bigint; size: bigint; mtimeNs:
   return `${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
 }
 
-/** A skill file's signature: `statSignature`'s, and the device, as two folders' files may share inode numbers. */
+/**
+ * A skill file's signature: `statSignature`'s, and the device, as two folders' files may share inode numbers.
+ * Joined, not a template: a template's result is a tree of nine strings, which records keep (26,000 signatures of a
+ * 10,000-skill catalogue: ~250,000 objects that every full garbage collection of a watcher marks); a join is one.
+ */
 export function signatureOf(stats: FileStats): string {
-  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+  return [stats.dev, stats.ino, stats.size, stats.mtimeNs, stats.ctimeNs].join(":");
 }
 
 /**
