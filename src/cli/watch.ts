@@ -1,6 +1,6 @@
 import { lstatSync, statSync, watch, type FSWatcher } from "node:fs";
+import { createRequire } from "node:module";
 import { basename, dirname, join, sep } from "node:path";
-import { setFlagsFromString } from "node:v8";
 import { buildInSession, BuildSession, type BuildOptions, type BuildResult } from "../api.js";
 import { OutDirLockedError } from "../bundle/emit.js";
 import { resolveRoot } from "../compile/config.js";
@@ -62,6 +62,9 @@ export async function watchBuild(options: BuildOptions, onBuild: (build: WatchBu
   // keeping a 10,000-skill catalogue's records (~100 MB), each rebuild making ~100–200 MB of garbage, sat near 700 MB.
   // Collecting at 1.6 times keeps it near its first build's size: at 10,000 skills, peak 323–341 MB over 16
   // rebuilds, where 1.75 times peaked at 358–410 MB and was no faster (median 984 ms a rebuild against 1,026).
+  // Required here: loading node:v8 cost every other command ~1 ms of its start. (Not `import()`: the CLI runs as a
+  // script, which has no loader of its own for it.)
+  const { setFlagsFromString } = createRequire(import.meta.url)("node:v8") as typeof import("node:v8");
   setFlagsFromString("--heap-growing-percent=60");
   await new FolderWatcher(options, onBuild, signal).run();
 }

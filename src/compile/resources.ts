@@ -1,6 +1,6 @@
 import * as crypto from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from "node:fs";
-import { Worker } from "node:worker_threads";
+import { createRequire } from "node:module";
 import { asFileSystemError, FileSystemError } from "./fs-error.js";
 
 /** The script of the hashing worker (src/compile/hash-worker.ts and what it imports), put in by the build (scripts/embedded-text.mjs). */
@@ -117,7 +117,7 @@ export function hashOutcome({ path, expected }: HashRequest): HashOutcome {
  * held up. Outcomes by path; empty if the worker failed, which leaves every file to be hashed here.
  */
 export function hashInWorker(files: readonly HashRequest[]): () => Promise<Map<string, HashOutcome>> {
-  const worker = new Worker(__SKILLBAKE_HASH_WORKER__, { eval: true });
+  const worker = new (workerThreads().Worker)(__SKILLBAKE_HASH_WORKER__, { eval: true });
   worker.unref();
   const outcomes = new Promise<Map<string, HashOutcome>>((resolve) => {
     worker.once("message", (list: HashOutcome[]) => resolve(new Map(files.map((file, index) => [file.path, list[index]!]))));
@@ -167,4 +167,13 @@ export class PathChangedError extends Error {
   constructor(readonly path: string) {
     super(`${path} changed after it was found`);
   }
+}
+
+/**
+ * node:worker_threads, loaded when a worker starts: a build that starts none (most small ones) does not pay for
+ * loading it (~2 ms of every start).
+ * @internal Left out of the package's declarations: its type would make them need `@types/node`.
+ */
+export function workerThreads(): typeof import("node:worker_threads") {
+  return createRequire(import.meta.url)("node:worker_threads") as typeof import("node:worker_threads");
 }

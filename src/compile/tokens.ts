@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
+import { workerThreads } from "./resources.js";
 
 /**
  * Real token counts (`tokens` in the config, `budget: { tokens }`) in gpt-tokenizer's encodings (its ranks and split
@@ -70,7 +70,7 @@ export function tokenCounter(encoding: TokenEncoding, known?: string): TokenCoun
 function startWorker(encoding: TokenEncoding): WorkerCounter {
   const { resolve } = createRequire(import.meta.url);
   const workerData = { ranks: resolve(`gpt-tokenizer/bpeRanks/${encoding}`), patterns: resolve("gpt-tokenizer/encodingParams/constants"), pattern: PATTERNS[encoding], lineEnd: LINE_END };
-  const worker = new Worker(__SKILLBAKE_TOKEN_WORKER__, { eval: true, workerData });
+  const worker = new (workerThreads().Worker)(__SKILLBAKE_TOKEN_WORKER__, { eval: true, workerData });
   const pending = new Map<number, { resolve(answer: Answer): void; reject(error: Error): void }>();
   let next = 0;
   // Idle, the worker does not keep the process alive; while an answer is awaited, it must.
