@@ -3,6 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CLI, holdLock, runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
+import { isAtOrBelow } from "../src/cli/watch.js";
 
 /** A `skills build --watch` subprocess whose output is collected as it comes. */
 function startWatch(cwd: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
@@ -348,5 +349,25 @@ describe("skills build --watch", () => {
     running.push(watch.child);
     expect(await watch.exited).toBe(2);
     expect(watch.output()).toContain("invalid JSON");
+  });
+});
+
+describe("which watched folders a change can have replaced", () => {
+  it("a folder at or below a changed path, not a sibling that shares its prefix", () => {
+    const changed = new Set(["/p/skills/alpha", "/p/other/file.md"]);
+    expect(isAtOrBelow("/p/skills/alpha", changed)).toBe(true);
+    expect(isAtOrBelow("/p/skills/alpha/references", changed)).toBe(true);
+    expect(isAtOrBelow("/p/skills/alphabet", changed)).toBe(false);
+    expect(isAtOrBelow("/p/skills", changed)).toBe(false);
+    expect(isAtOrBelow("/p/other", changed)).toBe(false);
+  });
+
+  it("a branch switch that changes 20,000 paths, against 20,000 watched folders: lookups by depth, not pairs", () => {
+    // Each folder against each changed path took ~2.3 s for 12,000 folders and 10,000 paths.
+    const folders = Array.from({ length: 20_000 }, (_, index) => `/p/skills/area-${index % 40}/skill-${index}`);
+    const changed = new Set(folders.map((folder) => `${folder}x/SKILL.md`));
+    const start = performance.now();
+    expect(folders.filter((folder) => isAtOrBelow(folder, changed))).toEqual([]);
+    expect(performance.now() - start).toBeLessThan(1_000);
   });
 });

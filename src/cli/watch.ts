@@ -121,13 +121,6 @@ class FolderWatcher {
     return outDir !== undefined && (path === outDir || path.startsWith(outDir + sep) || (dirname(path) === dirname(outDir) && basename(path).startsWith(`.${basename(outDir)}.`)));
   }
 
-  private isInBundledSkill(folder: string): boolean {
-    for (let current = folder; ; current = dirname(current)) {
-      if (this.skillFolders.has(current)) return true;
-      if (dirname(current) === current) return false;
-    }
-  }
-
   /**
    * Whether a change to `name` in a folder discovery lists can change the build: SKILL.md, .gitignore, a folder
    * or link coming or going (of dot entries, a folder: discovery looks in them for skills to name); any file of a
@@ -138,7 +131,7 @@ class FolderWatcher {
     if (name === "SKILL.md" || name === ".gitignore") return true;
     if (NEVER_WALKED.has(name)) return false;
     const dotEntry = name.startsWith(".");
-    if (!dotEntry && this.isInBundledSkill(folder)) return true;
+    if (!dotEntry && isAtOrBelow(folder, this.skillFolders)) return true;
     try {
       const stats = lstatSync(join(folder, name));
       return dotEntry ? stats.isDirectory() : !stats.isFile();
@@ -212,8 +205,10 @@ class FolderWatcher {
     // watched folder (which could have replaced it): the full pass below would leave every watch as it is. At
     // 10,000 skills that pass took ~20 ms of each rebuild, before it is reported.
     const paths = [result.outDir, ...result.config.inputs, ...allRoots, "", ...result.inputs.files, "", ...result.inputs.folders];
-    // Only a folder at or below a changed path can have been replaced by another since it was watched.
-    const mayBeReplaced = (folder: string) => changed.some((path) => folder === path || folder.startsWith(path + sep));
+    // Only a folder at or below a changed path can have been replaced by another since it was watched. (By its
+    // ancestors, not each changed path in turn: a branch switch changes thousands of paths under thousands of folders.)
+    const changedPaths = new Set(changed);
+    const mayBeReplaced = (folder: string) => isAtOrBelow(folder, changedPaths);
     const { followed } = this;
     if (followed && this.failed === undefined && this.watched.size === followed.folders && sameList(paths, followed.paths) && !someKey(this.watched, mayBeReplaced)) return;
     const wanted = new Map<string, Interest>();
@@ -224,7 +219,8 @@ class FolderWatcher {
       const folder = dirname(file);
       const interest = wanted.get(folder);
       if (!interest) wanted.set(folder, { walked: false, names: new Set([basename(file)]) });
-      else interest.names = new Set([...interest.names, basename(file)]);
+      else if (interest.names === NO_NAMES) interest.names = new Set([basename(file)]);
+      else (interest.names as Set<string>).add(basename(file)); // a set made just above, in this pass: added to, not copied
     }
     for (const [folder, entry] of this.watched) {
       // A folder replaced by another of the same name (moved away and back, checked out anew) is watched anew:
@@ -263,6 +259,14 @@ class FolderWatcher {
       if (code === "ENOENT" || code === "ENOTDIR") return;
       this.failed ??= code === "ENOSPC" ? "the system's limit on file watches is reached (on Linux, raise fs.inotify.max_user_watches)" : (caught as Error).message;
     }
+  }
+}
+
+/** Whether `path` or a folder above it is in `paths`: as many lookups as `path` is deep. */
+export function isAtOrBelow(path: string, paths: ReadonlySet<string>): boolean {
+  for (let current = path; ; current = dirname(current)) {
+    if (paths.has(current)) return true;
+    if (dirname(current) === current) return false;
   }
 }
 
