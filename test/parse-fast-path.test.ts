@@ -34,6 +34,8 @@ const value = fc.oneof(
     .map(([quote, parts]) => `${quote}${parts.join("")}${quote}`),
   fc.tuple(words, fc.constantFrom(...tricky), fc.oneof(words, fc.constant(""))).map((parts) => parts.join("")),
   fc.constantFrom("true", "True", "FALSE", "null", "Null", "~", "yes", "off", "1.5", "0x1f", ".inf", "plain words"),
+  // Numbers and what only looks like one: versions, dates, times, other bases.
+  fc.constantFrom("1", "007", "2.0", "1.", "1.5e3", "1e3", "1E-2", "12e", "1.0.0", "v1.2", "2024-01-01", "1:20", "1_000", "1,000", "0x1F", "0o17", "0b101", "-1", "+1", ".5", "-0", "12345678901234567890", "1 2"),
 );
 const line = fc.oneof(
   fc.tuple(key, fc.constantFrom(": ", ":  ", ":", ":\t"), value).map(([k, sep, v]) => `${k}${sep}${v}`),
@@ -54,6 +56,24 @@ const line = fc.oneof(
     )
     // A line's deviation: none (the block's indentation), "" (column 0), or more indented; empty text makes a blank line.
     .map(([k, header, indent, lines]) => [`${k}: ${header}`, ...lines.map(([deviation, content]) => `${deviation === null ? indent : deviation === "" ? "" : indent + deviation}${content}`)].join("\n")),
+  // A plain value going on over more indented lines, or starting on the line below its key.
+  fc
+    .tuple(
+      key,
+      fc.constantFrom(": ", ": ", ":"),
+      fc.oneof(words, value),
+      fc.array(fc.tuple(fc.constantFrom("  ", "  ", " ", "    ", "\t", " \t", ""), fc.oneof(words, words, value, fc.constantFrom("- item", "# c", "a: b", "b:", "[x]", "x #y", '"q", r'))), { minLength: 1, maxLength: 3 }),
+    )
+    .map(([k, sep, first, lines]) => [`${k}${sep}${sep === ":" ? "" : first}`, ...lines.map(([indent, content]) => `${indent}${content}`)].join("\n")),
+  // Block lists: `key:` then `- value` lines at one indentation or another, sometimes with more below an item.
+  fc
+    .tuple(
+      key,
+      fc.constantFrom("", "  ", "  ", "    "),
+      fc.array(fc.tuple(fc.constantFrom(null, null, null, "", " ", "  "), fc.constantFrom("- ", "- ", "-  ", "-", "-\t"), fc.oneof(words, value)), { minLength: 1, maxLength: 4 }),
+      fc.constantFrom(null, null, "    more", "  - nested", "  key: v"),
+    )
+    .map(([k, indent, items, after]) => [`${k}:`, ...items.map(([deviation, dash, item]) => `${deviation ?? indent}${dash}${item}`), ...(after === null ? [] : [indent + after])].join("\n")),
   // One level of nesting: `key:` then indented `key: value` lines.
   fc
     .tuple(key, fc.array(fc.tuple(fc.constantFrom("  ", "  ", "    ", " ", "\t", "   "), fc.oneof(key, fc.constantFrom("author", "null", "True")), fc.constantFrom(": ", ":", ":  "), value), { maxLength: 3 }))
@@ -67,6 +87,7 @@ describe("frontmatter fast path", () => {
         const { fast, slow } = bothWays(lines.join("\n"));
         expect(fast.fields).toEqual(slow.fields);
         expect(fast.findings.map((finding) => finding.code)).toEqual(slow.findings.map((finding) => finding.code));
+        expect(fast.unportable?.reason).toEqual(slow.unportable?.reason);
       }),
       { numRuns: 5000 },
     );
@@ -85,6 +106,10 @@ describe("frontmatter fast path", () => {
       'name: a\ndescription: "Say \\"hi\\" to C:\\\\temp"\nnote: \'it\'\'s\'',
       "name: a\ndescription: >-\n  Folded across\n  two lines.\nlicense: MIT",
       "name: a\ndescription: |\n    Literal: kept # as is\n    - on its lines\n\nlicense: MIT",
+      "name: a\ndescription: Expert in databases and\n  PostgreSQL, MySQL, SQL Server\nversion: 1.0.0",
+      "name: a\ndescription:\n  Summarizes \"quoted\", words\n  over lines.\nversion: 2.0\ndisable-model-invocation: true",
+      "name: a\ndescription: d\nallowed-tools:\n  - Read\n  - Bash(git:*)\nuser-invocable: false",
+      "name: a\ndescription: d\nallowed-tools:\n- Read\n- 'Write'\nmetadata:\n  version: 1.0.2\n  stars: 12",
     ]) {
       const { fast, slow } = bothWays(frontmatter);
       expect(fast.fields).toEqual(slow.fields);

@@ -446,12 +446,28 @@ function expandedSizeExceeds(roots: readonly unknown[], limit: number): boolean 
 
 /** `key:`, then optionally spaces and a value, at the start of a line. */
 const KEY_LINE = /^([A-Za-z][A-Za-z0-9_-]*):(?:( +)(.*))?$/;
-/** A value YAML can only read as that very string, less the few sequences checked by `isPlainText`. */
-const PLAIN_TEXT = /^[A-Za-z](?:[\x20-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*$/;
+/** A value YAML can only read as that very string or number, less the few sequences checked by `scalarValue`. */
+const PLAIN_TEXT = /^[A-Za-z0-9(</](?:[\x20-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*$/;
 /** An item of a flow list (`[a, b]`) that YAML can only read as that string: no indicator characters at all. */
 const FLOW_ITEM = /^ *([A-Za-z](?:[A-Za-z0-9 ._/+-]*[A-Za-z0-9._/+-])?) *$/;
-/** Plain scalars YAML 1.2's core schema reads as booleans or null (any case, to stay on the safe side). */
+/** Plain scalars YAML 1.2's core schema reads as booleans or null, spelled as the `yaml` package reads them. */
+const CORE_CONSTANTS = new Map<string, boolean | null>([
+  ["true", true],
+  ["True", true],
+  ["TRUE", true],
+  ["false", false],
+  ["False", false],
+  ["FALSE", false],
+  ["null", null],
+  ["Null", null],
+  ["NULL", null],
+  ["~", null],
+]);
+/** Other spellings of those words: strings to the `yaml` package, but not to every YAML reader; left to the package. */
 const NOT_A_STRING = /^(?:true|false|null)$/i;
+/** The core schema's decimal integers and floats without a sign (`1`, `2.0`, `1.5e3`); `0x…` and `0o…` are left to the package. */
+const CORE_INTEGER = /^[0-9]+$/;
+const CORE_FLOAT = /^[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?$/;
 
 /** A quoted scalar whose escapes are the common few: `"…"` with `\"`, `\\`, `\/`, `\n` or `\t`, or `'…'` with `''`. */
 const QUOTED = /^(?:"((?:[\x20\x21\x23-\x5b\x5d-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff]|\\["\\/nt])*)"|'((?:[\x20-\x26\x28-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff]|'')*)')$/;
@@ -461,13 +477,52 @@ const UNESCAPED: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", n: "
 const BLOCK_HEADER = /^([|>])(-?)$/;
 /** A line of a block scalar read here: text at the block's indentation, ending in neither a space nor a tab. */
 const BLOCK_LINE = /^(?:[\x21-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])(?:(?:[\x20-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff])*(?:[\x21-\x7e\u00a1-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[\ud800-\udbff][\udc00-\udfff]))?$/;
+/** An item of a block list: `- ` and a value, at the list's indentation. */
+const LIST_ITEM = /^( *)- +(.*)$/;
 
-/** The string a one-line value stands for, when YAML can read it only as that string. */
-function textValue(value: string): string | undefined {
+/** A scalar value of the core schema: undefined is not one of them, but "not read here". */
+type CoreScalar = string | number | boolean | null;
+
+/** The value a one-line scalar stands for, when YAML can read it only as that value. */
+function scalarValue(value: string): CoreScalar | undefined {
   const quoted = QUOTED.exec(value);
   if (quoted) return quoted[1] !== undefined ? quoted[1].replace(/\\(.)/g, (_, escaped: string) => UNESCAPED[escaped]!) : quoted[2]!.replaceAll("''", "'");
-  const plain = PLAIN_TEXT.test(value) && !value.includes(": ") && !value.includes(" #") && !value.endsWith(":") && !value.endsWith(" ") && !NOT_A_STRING.test(value);
-  return plain ? value : undefined;
+  const constant = CORE_CONSTANTS.get(value);
+  if (constant !== undefined) return constant;
+  if (!isPlainText(value) || NOT_A_STRING.test(value)) return undefined;
+  const first = value.charCodeAt(0);
+  if (first >= 0x30 && first <= 0x39) {
+    if (CORE_INTEGER.test(value)) return parseInt(value, 10);
+    if (CORE_FLOAT.test(value)) return parseFloat(value);
+    if (value.startsWith("0x") || value.startsWith("0o")) return undefined;
+  }
+  return value;
+}
+
+/** Plain text YAML reads as one plain scalar: no `: ` or ` #` inside, no `:` or space at the end. */
+function isPlainText(value: string): boolean {
+  return PLAIN_TEXT.test(value) && !value.includes(": ") && !value.includes(" #") && !value.endsWith(":") && !value.endsWith(" ");
+}
+
+/** A line that goes on with a plain value: plain text, or text beginning with a quote (which only opens a quoted value at the start of one). */
+function isPlainContinuation(line: string): boolean {
+  return isPlainText(line.startsWith('"') || line.startsWith("'") ? `x${line}` : line);
+}
+
+/**
+ * A plain value over several lines: `first`, then the more indented lines below `yamlLines[index]`, folded into
+ * one line as YAML folds them (each line trimmed, joined by a space). Undefined when a line is blank, holds
+ * anything but plain text, or the whole reads as other than a string.
+ */
+function foldedPlain(first: string, yamlLines: readonly string[], index: number): { value: string; last: number } | undefined {
+  let value = first;
+  while (yamlLines[index + 1]?.startsWith(" ")) {
+    // Spaces only: a tab there is left to the package.
+    const line = yamlLines[++index]!.replace(/^ +/, "");
+    if (!isPlainContinuation(line)) return undefined;
+    value += ` ${line}`;
+  }
+  return scalarValue(value) === value ? { value, last: index } : undefined;
 }
 
 /**
@@ -489,12 +544,53 @@ function blockValue(header: RegExpExecArray, yamlLines: readonly string[], index
 }
 
 /**
- * The fast path for the frontmatter almost every SKILL.md has: top-level `key: text` lines (plain, or quoted
- * with the common escapes), block scalars of plain lines (`description: >-`), flow lists of plain words
- * (`tags: [a, b]`), one level of `key: text` under a `key:` line (`metadata:`), and blank lines. Parsing that with the `yaml` package costs tens of microseconds a
- * file, most of the parse time of a large catalogue; reading it here gives the same fields, values and
- * positions. Anything else (other escapes, block lists, deeper nesting, comments, anchors, numbers, `: ` or ` #`
- * inside a plain value, a repeated key) returns undefined, and the `yaml` package decides.
+ * The value of a `key:` line with nothing after it, at `yamlLines[index]`, from the lines below: a list of one-line
+ * values (`- Read`), a mapping of one-line values indented alike (`metadata:`), or a plain value over several lines.
+ */
+function valueBelow(yamlLines: readonly string[], index: number): { value: unknown; valueAt: Position; last: number } | undefined {
+  const next = yamlLines[index + 1] ?? "";
+  const item = LIST_ITEM.exec(next);
+  if (item) {
+    const [, indent] = item as unknown as [string, string];
+    const value: CoreScalar[] = [];
+    let match;
+    while ((match = LIST_ITEM.exec(yamlLines[index + 1] ?? "")) && match[1] === indent) {
+      const itemValue = scalarValue(match[2]!);
+      if (itemValue === undefined) return undefined;
+      value.push(itemValue);
+      index++;
+    }
+    // A line below the list that is not a key at column 0 (a list item's continuation, say) is not read here.
+    return yamlLines[index + 1]?.startsWith(" ") ? undefined : { value, valueAt: { line: index - value.length + 3, column: indent.length + 1 }, last: index };
+  }
+  const indent = /^ +/.exec(next)?.[0];
+  if (!indent) return undefined;
+  const valueAt = { line: index + 3, column: indent.length + 1 };
+  if (!KEY_LINE.test(next.slice(indent.length))) {
+    const folded = foldedPlain(next.slice(indent.length), yamlLines, index + 1);
+    return folded && { value: folded.value, valueAt, last: folded.last };
+  }
+  const value: Record<string, CoreScalar> = {};
+  while (yamlLines[index + 1]?.startsWith(" ")) {
+    const nested = yamlLines[++index]!;
+    const inner = nested.startsWith(indent) ? KEY_LINE.exec(nested.slice(indent.length)) : null;
+    const [, innerKey, innerSpaces, innerText] = (inner ?? []) as unknown as [string, string, string | undefined, string | undefined];
+    const innerValue = innerText === undefined ? undefined : scalarValue(innerText);
+    if (!inner || innerSpaces === undefined || innerValue === undefined || NOT_A_STRING.test(innerKey) || Object.hasOwn(value, innerKey)) return undefined;
+    value[innerKey] = innerValue;
+  }
+  return { value, valueAt, last: index };
+}
+
+/**
+ * The fast path for the frontmatter almost every SKILL.md has: top-level `key: value` lines (plain text, quoted
+ * with the common escapes, numbers, booleans and null; plain text may go on over more indented lines), block
+ * scalars of plain lines (`description: >-`), flow lists of plain words (`tags: [a, b]`), block lists of one-line
+ * values (`allowed-tools:` then `- Read` lines), one level of `key: value` under a `key:` line (`metadata:`), and
+ * blank lines. Parsing that with the `yaml` package costs tens of microseconds a file (far more while its code is
+ * still cold), most of the parse time of a large catalogue; reading it here gives the same fields, values and
+ * positions. Anything else (other escapes, deeper nesting, comments, anchors, `: ` or ` #` inside a plain value, a
+ * repeated key) returns undefined, and the `yaml` package decides.
  */
 function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | undefined {
   const fields: FrontmatterField[] = [];
@@ -510,20 +606,10 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
     const lineNumber = index + 2; // after the opening fence, 1-based
     const keyAt = { line: lineNumber, column: 1 };
     if (text === undefined) {
-      // `key:` alone: a mapping of plain text, indented alike, on the lines below.
-      const indent = /^ +/.exec(yamlLines[index + 1] ?? "")?.[0];
-      if (!indent) return undefined;
-      const value: Record<string, string> = {};
-      const valueAt = { line: lineNumber + 1, column: indent.length + 1 };
-      while (yamlLines[index + 1]?.startsWith(" ")) {
-        const nested = yamlLines[++index]!;
-        const inner = nested.startsWith(indent) ? KEY_LINE.exec(nested.slice(indent.length)) : null;
-        const [, innerKey, innerSpaces, innerText] = (inner ?? []) as unknown as [string, string, string | undefined, string | undefined];
-        const innerValue = innerText === undefined ? undefined : textValue(innerText);
-        if (!inner || innerSpaces === undefined || innerValue === undefined || NOT_A_STRING.test(innerKey) || Object.hasOwn(value, innerKey)) return undefined;
-        value[innerKey] = innerValue;
-      }
-      fields.push({ key, value, keyAt, valueAt });
+      const below = valueBelow(yamlLines, index);
+      if (!below) return undefined;
+      index = below.last;
+      fields.push({ key, value: below.value, keyAt, valueAt: below.valueAt });
       continue;
     }
     const valueAt = { line: lineNumber, column: key.length + spaces!.length + 2 };
@@ -534,15 +620,14 @@ function readPlainFields(yamlLines: readonly string[]): FrontmatterField[] | und
       continue;
     }
     const header = BLOCK_HEADER.exec(text);
-    if (header) {
-      const block = blockValue(header, yamlLines, index);
-      if (!block) return undefined;
+    const block = header ? blockValue(header, yamlLines, index) : yamlLines[index + 1]?.startsWith(" ") ? foldedPlain(text, yamlLines, index) : undefined;
+    if (block) {
       index = block.last;
       fields.push({ key, value: block.value, keyAt, valueAt });
       continue;
     }
-    const value = textValue(text);
-    if (value === undefined) return undefined;
+    const value = header ? undefined : scalarValue(text);
+    if (value === undefined || yamlLines[index + 1]?.startsWith(" ")) return undefined;
     fields.push({ key, value, keyAt, valueAt });
   }
   return fields.length > 0 ? fields : undefined;
