@@ -2,6 +2,7 @@
  * The content rules: links in a body that name no file of the skill folder, and a body too long in lines or in
  * tokens, as the Agent Skills specification counts them.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
 import { bodyLinks } from "../src/compile/body-links.js";
@@ -28,6 +29,27 @@ describe("bodyLinks", () => {
       "[real]({baseDir}/references/real.md) [up](../sibling/SKILL.md)",
     ].join("\n");
     expect(bodyLinks(body, 1).map((link) => link.path)).toEqual(["references/real.md", "../sibling/SKILL.md"]);
+  });
+
+  it("reads only lines with a fence or a link: lines without either, put anywhere, move the links below them down and change nothing else", () => {
+    const notable = fc.constantFrom("[a](x.md)", "![b](img/y.png) and [c](z.md)", "[ref]: r.md", "```", "~~~", "````", "  ```js", "`[d](code.md)`", "text ](w.md", "[e](f.md) ```", "``[i](j.md)`` [k](l.md) `", "`a` [m](n.md) ``o`` `[p](q.md)`");
+    const plain = fc.constantFrom("", "plain text", "  indented", "] (not a link)", "\r", "a\u2028b", "`code`", "~~ two");
+    fc.assert(
+      fc.property(fc.array(fc.tuple(notable, fc.array(plain, { maxLength: 3 })), { minLength: 1, maxLength: 8 }), fc.array(plain, { maxLength: 3 }), (groups, leading) => {
+        const bare = groups.map(([line]) => line);
+        const padded = [...leading, ...groups.flatMap(([line, after]) => [line, ...after])];
+        // Each link's line in the padded body: its notable line's place among the padded lines.
+        const placeOf: number[] = [];
+        let place = leading.length;
+        for (const [, after] of groups) {
+          placeOf.push(place);
+          place += 1 + after.length;
+        }
+        const expected = bodyLinks(bare.join("\n"), 1).map((link) => ({ ...link, line: placeOf[link.line - 1]! + 1 }));
+        expect(bodyLinks(padded.join("\n"), 1)).toEqual(expected);
+      }),
+      { numRuns: 2000, seed: 21 },
+    );
   });
 
   it("takes linear time on a hostile line", () => {

@@ -271,6 +271,11 @@ function setOwn(record: Record<string, unknown>, key: string, value: unknown): v
   else record[key] = value;
 }
 
+/**
+ * A character past ASCII: found by a search that stops at the first. For text past ASCII that is faster than a UTF-8
+ * byte count, which reads all of it; for ASCII text (a byte count of which V8 answers from its one-byte form) slower.
+ */
+const PAST_ASCII = /[^\x00-\x7f]/;
 /** Characters JSON.stringify escapes in a string, besides `"`, `\` and line feed; and surrogates, lone ones of which it escapes. */
 const RARE_IN_TEXT = /[\u0000-\u0009\u000b-\u001f\ud800-\udfff]/;
 /** The same in ASCII text (no surrogates there): each found by a string search, which is faster than that expression's scan. */
@@ -288,10 +293,21 @@ export function jsonString(text: string): { json: string; ascii: string | undefi
   return { json, ascii: isAscii ? json : undefined };
 }
 
-/** JSON text with every character past ASCII \u-escaped; the byte-length test skips the scan for ASCII text. */
+/**
+ * JSON text with every character past ASCII \u-escaped, and DEL with them (ASCII text is returned as it is). A run
+ * of such characters is escaped in one call (text past ASCII comes in words and sentences): ~4 times faster than a
+ * call for each character.
+ */
 export function asciiOnly(jsonText: string): string {
-  if (Buffer.byteLength(jsonText) === jsonText.length) return jsonText;
-  return jsonText.replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  if (!PAST_ASCII.test(jsonText)) return jsonText;
+  return jsonText.replace(/[\u007f-\uffff]+/g, (run) => {
+    let escaped = "";
+    for (let index = 0; index < run.length; index++) {
+      const code = run.charCodeAt(index);
+      escaped += (code < 0x100 ? "\\u00" : code < 0x1000 ? "\\u0" : "\\u") + code.toString(16);
+    }
+    return escaped;
+  });
 }
 
 /** JSON with object keys sorted at every depth, two-space indented, LF and a final newline. */

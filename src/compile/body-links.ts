@@ -24,22 +24,36 @@ const REFERENCE_DEFINITION = /^ {0,3}\[(?!\^)[^\]\n]{1,999}\]:[ \t]*(<[^<>\n]*>|
 /** A fence line opens or closes a code block: three or more backticks or tildes, at most three spaces in. */
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 
+/** What makes a line worth reading: a fence's backticks or tildes, or a link's `](` or `]:`. */
+const NOTABLE = /```|~~~|\]\(|\]:/g;
+
 export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
   const links: BodyLink[] = [];
   if (!body.includes("](") && !body.includes("]:")) return links;
   let fence: string | undefined;
-  body.split("\n").forEach((rawLine, index) => {
-    // Most lines hold neither a fence nor a link: two substring searches tell.
+  // Only the lines that hold a fence or a link are read (found by one search, not a test of every line); the
+  // line breaks before each are counted from the last one read.
+  let index = 0;
+  let counted = 0;
+  const notable = new RegExp(NOTABLE);
+  for (let match = notable.exec(body); match; match = notable.exec(body)) {
+    const start = body.lastIndexOf("\n", match.index) + 1;
+    const next = body.indexOf("\n", match.index);
+    const end = next < 0 ? body.length : next;
+    for (let at = body.indexOf("\n", counted); at !== -1 && at < start; at = body.indexOf("\n", at + 1)) index++;
+    counted = start;
+    notable.lastIndex = end + 1;
+    const rawLine = body.slice(start, end);
     const fenceMatch = rawLine.includes("```") || rawLine.includes("~~~") ? FENCE.exec(rawLine) : null;
     if (fence !== undefined) {
       if (fenceMatch && fenceMatch[1]![0] === fence[0] && fenceMatch[1]!.length >= fence.length && rawLine.trim() === fenceMatch[1]) fence = undefined;
-      return;
+      continue;
     }
     if (fenceMatch) {
       fence = fenceMatch[1]!;
-      return;
+      continue;
     }
-    if (!rawLine.includes("](") && !rawLine.includes("]:")) return;
+    if (!rawLine.includes("](") && !rawLine.includes("]:")) continue;
     const line = withoutCodeSpans(rawLine);
     const found = (target: string, at: number) => {
       const path = linkPath(target);
@@ -47,8 +61,8 @@ export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
     };
     const definition = REFERENCE_DEFINITION.exec(line);
     if (definition) found(definition[1]!, definition.index + definition[0].length - definition[1]!.length);
-    for (const match of line.matchAll(INLINE_TARGET)) found(match[1]!, match.index + match[0].length - match[1]!.length);
-  });
+    for (const inline of line.matchAll(INLINE_TARGET)) found(inline[1]!, inline.index + inline[0].length - inline[1]!.length);
+  }
   return links;
 }
 
@@ -63,14 +77,17 @@ function withoutCodeSpans(line: string): string {
     next[i] = lastOfLength.get(runs[i]!.length) ?? -1;
     lastOfLength.set(runs[i]!.length, i);
   }
-  const chars = line.split("");
+  let blanked = "";
+  let kept = 0;
   for (let i = 0; i < runs.length; i++) {
     const closing = next[i]!;
     if (closing < 0) continue;
-    for (let at = runs[i]!.start; at < runs[closing]!.start + runs[closing]!.length; at++) chars[at] = " ";
+    const spanEnd = runs[closing]!.start + runs[closing]!.length;
+    blanked += line.slice(kept, runs[i]!.start) + " ".repeat(spanEnd - runs[i]!.start);
+    kept = spanEnd;
     i = closing;
   }
-  return chars.join("");
+  return blanked + line.slice(kept);
 }
 
 /** The path a target names inside the skill folder, or undefined when it is no relative file link. */
