@@ -9,7 +9,7 @@ import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
 import { compareBundle } from "../src/bundle/emit.js";
-import { asciiOnly, Each, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson, Written } from "../src/bundle/parts.js";
+import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson, Written } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -129,7 +129,7 @@ describe("JSON in parts", () => {
     );
   });
 
-  it("asciiOnly escapes each character past ASCII as \\u and four hex digits (and, in text past ASCII, DEL), and nothing else", () => {
+  it("asciiOnly and escapePastAscii escape each character past ASCII as \\u and four hex digits (DEL too, in text past ASCII), and nothing else", () => {
     const unit = fc.oneof(fc.constantFrom("a", '"', "\\", "\u007e", "\u007f", "\u00ff", "\u0100", "\u0fff", "\u1000", "\ud83d", "\ude00", "\uffff"), fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)));
     fc.assert(
       fc.property(fc.string({ unit }), (value) => {
@@ -137,6 +137,7 @@ describe("JSON in parts", () => {
         const escaped = asciiOnly(json);
         const oneByOne = json.replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
         expect(escaped).toBe(/^[\x00-\x7f]*$/.test(json) ? json : oneByOne);
+        expect(escapePastAscii(json)).toBe(oneByOne);
         expect(/^[\x00-\x7f]*$/.test(escaped)).toBe(true);
         expect(JSON.parse(escaped)).toBe(value);
       }),

@@ -7,7 +7,7 @@ import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields
 import { compareStrings } from "../compile/diagnostics.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
-import { asciiOnly, Each, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
+import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
 import { TOOL_VERSION } from "../compile/version.js";
@@ -292,7 +292,7 @@ export function renderBundle(
   let escaped: { json: string; ascii: string | undefined } | undefined;
   const bodyText = (part: BodyPart) => {
     escaped ??= jsonString(bundle.bodies[part.body]!.text());
-    return part.ascii ? (escaped.ascii ??= asciiOnly(escaped.json)) : escaped.json;
+    return part.ascii ? (escaped.ascii ??= escapePastAscii(escaped.json)) : escaped.json;
   };
   for (let body = 0; body < bundle.bodies.length; body++) {
     escaped = undefined;
