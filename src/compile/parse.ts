@@ -492,8 +492,9 @@ function scalarValue(value: string): CoreScalar | undefined {
   if (!isPlainText(value) || NOT_A_STRING.test(value)) return undefined;
   const first = value.charCodeAt(0);
   if (first >= 0x30 && first <= 0x39) {
-    if (CORE_INTEGER.test(value)) return parseInt(value, 10);
-    if (CORE_FLOAT.test(value)) return parseFloat(value);
+    const number = CORE_INTEGER.test(value) ? parseInt(value, 10) : CORE_FLOAT.test(value) ? parseFloat(value) : undefined;
+    // One too large for a double (Infinity) is left to the package, whose reader reports it as unportable.
+    if (number !== undefined) return Number.isFinite(number) ? number : undefined;
     if (value.startsWith("0x") || value.startsWith("0o")) return undefined;
   }
   return value;
