@@ -186,6 +186,12 @@ const EXAMPLES: Record<string, Tree> = {
   "trailing spaces, escaped and not, and CRLF": treeOf(["a", "b ", "sub/a", "sub/b ", "SKILL.md"], { "": "a  \r\n", sub: "b\\ \r\na \n" }),
   "a folder-only name pattern with CRLF in a deeper file matches folders at every depth below it": treeOf(["sub/a/b/x", "sub/b/x", "SKILL.md"], { sub: "b/\r\n" }),
   "lines that are empty once read: blank, a lone !, a lone /, with LF or CRLF": treeOf(["a", "sub/a", "sub/b/c", "SKILL.md"], { sub: "\n!\n/\n \n\r\n!\r\n/\r\n \r\n! \r\n" }),
+  "a root .gitignore of plain names, at every depth and below a folder they name": treeOf(
+    ["drafts/x", "a/drafts/y", "b/drafts", "c.log", "a/c.log/z", "x-wip/SKILL.md", "ab/x-wip", "A/a", "SKILL.md"],
+    { "": "drafts/\nc.log\r\n# a comment\n\nx-wip\n" },
+  ),
+  "a root .gitignore of plain names but one (a wildcard), and plain names in a deeper file": treeOf(["a/b", "b/a", "sub/a", "sub/b/c", "c.log", "SKILL.md"], { "": "a\nb/\n*.log\n", sub: "b\n" }),
+  "plain names that are only dots, or hold a space": treeOf([".../x", "a b/x", "a/x", "SKILL.md"], { "": "...\na b\n..\n" }),
   "** at the start, in the middle and at the end of a deeper file's pattern": treeOf(["sub/a/x/b", "sub/a/b", "sub/b", "sub/q/a", "sub/a/q", "SKILL.md"], { sub: "**/b\na/**/b\na/**\n!a/q\n" }),
 };
 

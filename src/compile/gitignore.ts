@@ -18,12 +18,56 @@ export function withGitignore(outer: GitignoreRules, relDir: string, file: Uint8
   if (outer) rules.add(outer);
   let text = Buffer.from(file.buffer, file.byteOffset, file.byteLength).toString("latin1");
   if (text.startsWith(BOM)) text = text.slice(BOM.length);
-  return rules.add(relDir ? rebase(text, bytesOf(relDir)) : text);
+  const matcher = rules.add(relDir ? rebase(text, bytesOf(relDir)) : text);
+  const names = outer === undefined && relDir === "" ? plainNames(text) : undefined;
+  if (names) namesOf.set(matcher, names);
+  return matcher;
 }
 
 /** Whether git would leave out `rel` (relative to the root, `/`-separated), a folder when `isDir`. */
 export function isIgnored(rules: GitignoreRules, rel: string, isDir: boolean): boolean {
-  return rules !== undefined && rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
+  if (rules === undefined) return false;
+  const names = namesOf.get(rules);
+  return names ? ignoredByName(names, rel, isDir) : rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
+}
+
+/**
+ * The root's .gitignore when it holds nothing but plain names (`drafts/`, `node_modules`, `notes.txt`: no wildcard,
+ * escape, negation, anchor or space), as most do: a path is left out when one of its names is one of them (a folder
+ * name, or its own name; a name with a trailing slash only when a folder). The matcher's way to the same verdict
+ * tests each folder above a path and caches every path it was asked about: ~80 ms of a walk of 10,000 skills.
+ */
+interface PlainNames {
+  /** Names that match files and folders. */
+  any: Set<string>;
+  /** Names that match folders only. */
+  folders: Set<string>;
+}
+
+const namesOf = new WeakMap<Ignore, PlainNames>();
+
+/** A line of a plain name, as git reads it (not one of dots only); a CR before the line's end is not part of it. */
+const PLAIN_NAME_LINE = /^(?!\.+\/?\r?$)([A-Za-z0-9._-]+)(\/?)\r?$/;
+
+function plainNames(text: string): PlainNames | undefined {
+  const names: PlainNames = { any: new Set(), folders: new Set() };
+  for (const line of text.split("\n")) {
+    if (line === "" || line === "\r" || line.startsWith("#")) continue;
+    const match = PLAIN_NAME_LINE.exec(line);
+    if (!match) return undefined;
+    (match[2] ? names.folders : names.any).add(match[1]!);
+  }
+  return names;
+}
+
+function ignoredByName({ any, folders }: PlainNames, rel: string, isDir: boolean): boolean {
+  let start = 0;
+  for (let slash = rel.indexOf("/"); slash !== -1; start = slash + 1, slash = rel.indexOf("/", start)) {
+    const folder = rel.slice(start, slash);
+    if (any.has(folder) || folders.has(folder)) return true;
+  }
+  const name = rel.slice(start);
+  return any.has(name) || (isDir && folders.has(name));
 }
 
 /** UTF-8's byte order mark, as Latin-1: git skips it at the start of a .gitignore. */
