@@ -4,12 +4,12 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { build, check } from "../src/api.js";
-import { bundleOf, bundleTexts, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
+import { bundleOf, bundleTexts, filesJson, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
 import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
 import { compareBundle } from "../src/bundle/emit.js";
-import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, stableJson, Written } from "../src/bundle/parts.js";
+import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, sortedData, stableJson, Written } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -142,6 +142,16 @@ describe("JSON in parts", () => {
         expect(JSON.parse(escaped)).toBe(value);
       }),
       { numRuns: 3000, seed: 15 },
+    );
+  });
+
+  it("filesJson writes a skill's files as indentedJson writes them, at any depth", () => {
+    const file = fc.record({ path: fc.string({ unit: fc.constantFrom("a", "/", '"', "\\", "é", "😀", "\u0000", "\n", " ") }), sha256: fc.stringMatching(/^[0-9a-f]{0,64}$/), size: fc.oneof(fc.nat(), fc.constant(0), fc.constant(2 ** 40)) });
+    fc.assert(
+      fc.property(fc.array(file, { maxLength: 4 }), fc.nat(4), (files, depth) => {
+        expect(filesJson(files, depth)).toBe(indentedJson(sortedData(files), depth));
+      }),
+      { numRuns: 2000, seed: 16 },
     );
   });
 
