@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { escapeRuns } from "../compile/ascii.js";
 
 /**
  * Text in parts (see `Part`) and the JSON writer that makes them: the manifest and the modules are JSON (or
@@ -293,20 +294,9 @@ export function asciiOnly(jsonText: string): string {
   return Buffer.byteLength(jsonText) === jsonText.length ? jsonText : escapePastAscii(jsonText);
 }
 
-/**
- * `asciiOnly` of JSON text known to hold characters past ASCII (`jsonString` gave it no ASCII form): DEL escaped too,
- * as there. A run of such characters is escaped in one call (text past ASCII comes in words and sentences): ~4 times
- * faster than a call for each character.
- */
+/** `asciiOnly` of JSON text known to hold characters past ASCII (`jsonString` gave it no ASCII form): DEL escaped too, as there. */
 export function escapePastAscii(jsonText: string): string {
-  return jsonText.replace(/[\u007f-\uffff]+/g, (run) => {
-    let escaped = "";
-    for (let index = 0; index < run.length; index++) {
-      const code = run.charCodeAt(index);
-      escaped += (code < 0x100 ? "\\u00" : code < 0x1000 ? "\\u0" : "\\u") + code.toString(16);
-    }
-    return escaped;
-  });
+  return escapeRuns(jsonText, /[\u007f-\uffff]+/g);
 }
 
 /** JSON with object keys sorted at every depth, two-space indented, LF and a final newline. */
