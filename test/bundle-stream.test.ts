@@ -4,7 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { build, check } from "../src/api.js";
-import { bundleOf, bundleTexts, filesJson, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
+import { agentRowJson, bundleOf, bundleTexts, filesJson, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
 import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
@@ -152,6 +152,27 @@ describe("JSON in parts", () => {
         expect(filesJson(files, depth)).toBe(indentedJson(sortedData(files), depth));
       }),
       { numRuns: 2000, seed: 16 },
+    );
+  });
+
+  it("agentRowJson writes an agent's row as indentedJson writes the object of its defined fields, at any depth", () => {
+    const text = fc.string({ unit: fc.constantFrom("a", "/", '"', "\\", "é", "😀", "\u0000", "\n") });
+    const row = fc.record({
+      baseDir: fc.option(text, { nil: undefined }),
+      file: text,
+      listed: fc.boolean(),
+      location: fc.option(text, { nil: undefined }),
+      mode: fc.constantFrom("available", "inline"),
+      name: text,
+      source: fc.nat(20),
+      staged: fc.option(text, { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(row, fc.nat(4), (value, depth) => {
+        const defined = Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined));
+        expect(agentRowJson(value, depth)).toBe(indentedJson(sortedData(defined), depth));
+      }),
+      { numRuns: 2000, seed: 17 },
     );
   });
 
