@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { build, BuildSession, buildInSession } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import { BuildCache } from "../src/compile/cache.js";
-import { compile } from "../src/compile/compile.js";
+import { bodyWasRead, compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -32,8 +32,8 @@ async function project(): Promise<string> {
 const run = (dir: string) => build({ cwd: dir });
 const manifest = (dir: string) => readFileSync(join(dir, "dist/skills/manifest.json"), "utf8");
 const fileRecords = (dir: string) => Object.keys(JSON.parse(readFileSync(join(dir, CACHE), "utf8").split("\n")[1]!).files as object).sort();
-/** Whether a result skill's body was read: until its first use it holds a reader, not the text (see `withBody`). */
-const bodyRead = (skill: object) => Object.getOwnPropertySymbols(skill).some((symbol) => typeof (skill as Record<symbol, unknown>)[symbol] === "string");
+/** Whether a result skill's body was read: until its first use it holds a reader, not the text. */
+const bodyRead = (skill: object) => bodyWasRead(skill);
 /** Every file of the bundle, by path. */
 const bundleFiles = (dir: string) => Object.fromEntries(["manifest.json", "index.js", "index.d.ts", "agents/main.js", "prompts/main.txt"].map((path) => [path, readFileSync(join(dir, "dist/skills", path), "utf8")]));
 const hashOf = (dir: string, skill: string, path: string) =>

@@ -336,7 +336,7 @@ function checkSkillFile(
     // Field by field: a spread followed by more fields (`{ ...content, file }`) cost V8 ~5 µs a skill.
     const { name, description, fields, extra, bodyLine, links, body } = skillContent;
     const again = rereads(file, displayFile, stats, config.yaml === "recover", size);
-    return withBody({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written: again.written }, body ?? (bytes ? skillBody(bytes) : again.body));
+    return new ValidSkillRecord({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written: again.written }, body ?? (bytes ? skillBody(bytes) : again.body));
   };
   // Unread, and the cache's own record (no `frontmatter` schema made another): a watching session's skill made from it last time.
   return options.skills && !bytes && content === validated.content ? options.skills.validSkill(content, file, stats, make) : make();
@@ -357,7 +357,7 @@ function selectAgents(context: CompileContext, plans: readonly SourcePlan[], val
         }
         const make = () => {
           const { name, description, fields, extra, bodyLine, links, file, displayFile, hash, written } = valid;
-          return withBody({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written, dir: found.dir, files: found.files }, bodyFrom(valid));
+          return new RootSkillRecord({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written, dir: found.dir, files: found.files }, bodyFrom(valid));
         };
         skills.push(options.skills ? options.skills.foundSkill(valid, found.dir, found.files, make) : make());
       }
@@ -394,7 +394,8 @@ async function compileAgent(
     const stagedFile = staged && join(outDir, staged, "SKILL.md");
     // Named, not spread: a spread inside an object literal cost V8 about a microsecond an object.
     const { location, baseDir } = stagedFile ? locate(stagedFile, display(stagedFile), config.location, `${staged}/SKILL.md`) : locate(skill.file, skill.displayFile, config.location);
-    return withBody({
+    return new AgentSkillRecord(
+      {
       name: skill.name,
       description: skill.description,
       location,
@@ -407,9 +408,11 @@ async function compileAgent(
       hash: skill.hash,
       files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
       sourceDir: dirname(skill.file),
-      ...(staged ? { staged } : {}),
+      staged,
       listed: false, // settled below, once the budget is applied
-    }, bodyFrom(skill));
+      },
+      bodyFrom(skill),
+    );
   });
   const format = agent.format ?? config.format;
   const promptSkills = (skills: readonly AgentSkill[]) => skills.map((skill) => new PromptView(skill));
@@ -557,25 +560,112 @@ function rereads(file: string, displayFile: string, stats: FileStats, recover: b
   };
 }
 
-/** Where `withBody` keeps a body, or what reads it. */
-const BODY = Symbol("body");
-
 /**
- * Gives `target` a `body` read on first use and kept: an unchanged SKILL.md is read only when a rewritten bundle,
- * an inlined skill or a format function needs its body. Neither the getter nor what it reads (under a symbol) is
- * enumerable, so copies, deep comparisons, JSON (the bundle's fingerprint) and the cache leave both out. One
- * getter descriptor serves every object: `Object.defineProperties` with two fresh descriptors cost twice as much.
+ * A skill record whose `body` is read on first use and kept: an unchanged SKILL.md is read only when a rewritten
+ * bundle, an inlined skill or a format function needs its body. The getter is on the prototype and the body in a
+ * private field, so copies, deep comparisons, JSON (the bundle's fingerprint) and the cache leave both out; and
+ * they cost a record nothing, where defining both on each object took ~2 µs (three records a skill: ~50 ms of a
+ * cold build of 10,000). Fields are set in the order of the object literals the records replaced: JSON of a record
+ * (the bundle's fingerprint, a snapshot) depends on it.
  */
-function withBody<T extends object>(target: T, body: string | (() => string)): T & { body: string } {
-  Object.defineProperty(target, BODY, { value: body, writable: true });
-  return Object.defineProperty(target, "body", BODY_GETTER) as T & { body: string };
+abstract class LazyBody {
+  #body: string | (() => string);
+
+  constructor(body: string | (() => string)) {
+    this.#body = body;
+  }
+
+  get body(): string {
+    const body = this.#body;
+    return typeof body === "string" ? body : (this.#body = body());
+  }
+
+  static isRead(record: object): boolean {
+    return #body in record && typeof (record as LazyBody).#body === "string";
+  }
 }
 
-const BODY_GETTER: PropertyDescriptor = { get: bodyOf };
+/**
+ * Whether a skill record of a compilation holds its body (read, or given when made) rather than a reader of it.
+ * @internal For the tests that check that a build left unchanged skills' bodies unread.
+ */
+export function bodyWasRead(skill: object): boolean {
+  return LazyBody.isRead(skill);
+}
 
-function bodyOf(this: { [BODY]: string | (() => string) }): string {
-  const body = this[BODY];
-  return typeof body === "string" ? body : (this[BODY] = body());
+class ValidSkillRecord extends LazyBody implements ValidSkill {
+  declare name: string;
+  declare description: string;
+  declare fields: ValidSkill["fields"];
+  declare extra: Record<string, unknown>;
+  declare bodyLine: number;
+  declare links: ValidSkill["links"];
+  declare file: string;
+  declare displayFile: string;
+  declare hash: string;
+  declare written: ValidSkill["written"];
+
+  constructor(skill: Omit<ValidSkill, "body">, body: string | (() => string)) {
+    super(body);
+    this.name = skill.name;
+    this.description = skill.description;
+    this.fields = skill.fields;
+    this.extra = skill.extra;
+    this.bodyLine = skill.bodyLine;
+    this.links = skill.links;
+    this.file = skill.file;
+    this.displayFile = skill.displayFile;
+    this.hash = skill.hash;
+    this.written = skill.written;
+  }
+}
+
+class RootSkillRecord extends ValidSkillRecord implements RootSkill {
+  declare dir: string;
+  declare files: readonly string[];
+
+  constructor(skill: Omit<RootSkill, "body">, body: string | (() => string)) {
+    super(skill, body);
+    this.dir = skill.dir;
+    this.files = skill.files;
+  }
+}
+
+class AgentSkillRecord extends LazyBody implements AgentSkill {
+  declare name: string;
+  declare description: string;
+  declare location: string;
+  declare baseDir: string;
+  declare mode: AgentSkill["mode"];
+  declare source: number;
+  declare file: string;
+  declare fields: AgentSkill["fields"];
+  declare extra: Record<string, unknown>;
+  declare hash: string;
+  declare files: SkillFile[];
+  declare sourceDir: string;
+  declare staged?: string;
+  declare listed: boolean;
+  declare frontmatter?: Record<string, unknown>;
+
+  constructor(skill: Omit<AgentSkill, "body">, body: string | (() => string)) {
+    super(body);
+    this.name = skill.name;
+    this.description = skill.description;
+    this.location = skill.location;
+    this.baseDir = skill.baseDir;
+    this.mode = skill.mode;
+    this.source = skill.source;
+    this.file = skill.file;
+    this.fields = skill.fields;
+    this.extra = skill.extra;
+    this.hash = skill.hash;
+    this.files = skill.files;
+    this.sourceDir = skill.sourceDir;
+    if (skill.staged) this.staged = skill.staged;
+    this.listed = skill.listed;
+    if (skill.frontmatter !== undefined) this.frontmatter = skill.frontmatter;
+  }
 }
 
 /**
@@ -586,6 +676,7 @@ function bodyOf(this: { [BODY]: string | (() => string) }): string {
 export function restoreBodies(agents: CompiledAgent[], verified: ReadonlyMap<string, FileStats>): CompiledAgent[] | undefined {
   const bodies = new Map<string, () => string>();
   for (const agent of agents) {
+    const skills: AgentSkill[] = [];
     for (const skill of agent.skills) {
       const file = pathIn(skill.sourceDir, "SKILL.md");
       let body = bodies.get(file);
@@ -596,8 +687,9 @@ export function restoreBodies(agents: CompiledAgent[], verified: ReadonlyMap<str
         body = () => (read ??= skillBody(readUnchanged(file, skill.file, stats)));
         bodies.set(file, body);
       }
-      withBody(skill, body);
+      skills.push(new AgentSkillRecord(skill, body));
     }
+    agent.skills = skills;
   }
   return agents;
 }
@@ -652,8 +744,8 @@ function hashResource(path: string, displayPath: string, found: FileStats | unde
 
 /**
  * An agent's skill as a named format renders it. A copy, so that rendering cannot change what the bundle records;
- * its body is the skill's, read only if the format shows it (an inline skill's). A class, not `withBody`: a getter
- * on the prototype costs nothing a skill, where defining one on each copy took ~1.4 µs.
+ * its body is the skill's, read only if the format shows it (an inline skill's). A class, as the records are (see
+ * `LazyBody`): a getter on the prototype costs nothing a skill.
  */
 class PromptView implements PromptSkill {
   readonly name: string;
