@@ -110,6 +110,8 @@ describe("frontmatter fast path", () => {
       "name: a\ndescription:\n  Summarizes \"quoted\", words\n  over lines.\nversion: 2.0\ndisable-model-invocation: true",
       "name: a\ndescription: d\nallowed-tools:\n  - Read\n  - Bash(git:*)\nuser-invocable: false",
       "name: a\ndescription: d\nallowed-tools:\n- Read\n- 'Write'\nmetadata:\n  version: 1.0.2\n  stars: 12",
+      "name: a\ndescription: Ends in spaces  \n  before it goes on\nlicense: MIT",
+      "name: a\ndescription:\n  Ends in spaces  \n  before it goes on",
     ]) {
       const { fast, slow } = bothWays(frontmatter);
       expect(fast.fields).toEqual(slow.fields);

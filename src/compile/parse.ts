@@ -516,6 +516,8 @@ function isPlainContinuation(line: string): boolean {
  * anything but plain text, or the whole reads as other than a string.
  */
 function foldedPlain(first: string, yamlLines: readonly string[], index: number): { value: string; last: number } | undefined {
+  // Each line as its own: YAML trims the spaces that end one before it folds (a test of the whole cannot see them).
+  if (!isPlainText(first)) return undefined;
   let value = first;
   while (yamlLines[index + 1]?.startsWith(" ")) {
     // Spaces only: a tab there is left to the package.
