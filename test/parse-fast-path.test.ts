@@ -19,7 +19,7 @@ function bothWays(frontmatter: string) {
 }
 
 // Characters that change how YAML reads a line, mixed with ordinary text.
-const tricky = ["a", "b", "z", "A", " ", "  ", ":", ": ", "#", " #", "-", "_", '"', "'", "[", "]", "{", "}", ",", "&", "*", "!", "|", ">", "%", "@", "`", "?", "~", "\t", "0", "1", ".", "\\", "é", "\u00a0", "\u0085", "\u2028", "\ufeff", "😀", "true", "null", "False", "NULL", "yes", "no", "http://x"];
+const tricky = ["a", "b", "z", "A", " ", "  ", ":", ": ", "#", " #", "-", "_", "<", "<<", "(", ")", "/", '"', "'", "[", "]", "{", "}", ",", "&", "*", "!", "|", ">", "%", "@", "`", "?", "~", "\t", "0", "1", ".", "\\", "é", "\u00a0", "\u0085", "\u2028", "\ufeff", "😀", "true", "null", "False", "NULL", "yes", "no", "http://x"];
 const text = fc.array(fc.constantFrom(...tricky), { maxLength: 8 }).map((parts) => parts.join(""));
 const key = fc.oneof(fc.constantFrom("name", "description", "license", "allowed-tools", "version", "x_y", "true", "Null"), fc.constantFrom("name", "description"), text);
 const words = fc.constantFrom("plain", "words here", "Use when", "a");
