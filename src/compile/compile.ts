@@ -396,20 +396,20 @@ async function compileAgent(
     const { location, baseDir } = stagedFile ? locate(stagedFile, display(stagedFile), config.location, `${staged}/SKILL.md`) : locate(skill.file, skill.displayFile, config.location);
     return new AgentSkillRecord(
       {
-      name: skill.name,
-      description: skill.description,
-      location,
-      baseDir,
-      mode,
-      source,
-      file: skill.displayFile,
-      fields: skill.fields,
-      extra: skill.extra,
-      hash: skill.hash,
-      files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
-      sourceDir: dirname(skill.file),
-      staged,
-      listed: false, // settled below, once the budget is applied
+        name: skill.name,
+        description: skill.description,
+        location,
+        baseDir,
+        mode,
+        source,
+        file: skill.displayFile,
+        fields: skill.fields,
+        extra: skill.extra,
+        hash: skill.hash,
+        files: skill.files.map((path) => ({ path, size: 0, sha256: "" })), // sized and hashed below, once the bundle's skills are known
+        sourceDir: dirname(skill.file),
+        staged,
+        listed: false, // settled below, once the budget is applied
       },
       bodyFrom(skill),
     );
