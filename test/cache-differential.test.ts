@@ -231,22 +231,26 @@ function servedModules(virtual: VirtualSkills): Map<string, string> {
 type State = { session?: BuildSession; virtual?: VirtualSkills };
 
 /**
- * Runs random edit sequences, each step built and checked by `step`. Time is moved 10 s ahead, so that every file is
- * past the racy window and the caches are used as after a pause; a build is followed by a pause longer than a
- * timestamp tick, so the next edit cannot share its times with what the build recorded.
+ * Runs random edit sequences, each step built and checked by `step`. Each build after an edit runs at a clock moved
+ * 10 s ahead (every file past the racy window: the caches are used as after a pause) or at the real time (what the
+ * test just wrote is racily clean: signed by its contents, or not at all). A build is followed by a pause longer
+ * than a timestamp tick, so the next edit cannot share its times with what the build recorded.
  */
 async function differential(step: (dir: string, reported: string[], state: State) => Promise<void>, edits = edit): Promise<void> {
   const now = Date.now.bind(Date);
-  vi.spyOn(Date, "now").mockImplementation(() => now() + 10_000);
+  let ahead = 10_000;
+  vi.spyOn(Date, "now").mockImplementation(() => now() + ahead);
   await fc.assert(
-    fc.asyncProperty(fc.array(edits, { minLength: 1, maxLength: 10 }), async (edits) => {
+    fc.asyncProperty(fc.array(fc.record({ change: edits, settled: fc.boolean() }), { minLength: 1, maxLength: 10 }), async (steps) => {
       const dir = await project();
       const state: State = {};
       delete process.env.SKILLS_PROMPT_CHAR_BUDGET;
       process.env.CI = "";
+      ahead = 10_000;
       await step(dir, [], state);
-      for (const change of edits) {
+      for (const { change, settled } of steps) {
         const reported = await apply(dir, change);
+        ahead = settled ? 10_000 : 0;
         await new Promise((resolve) => setTimeout(resolve, 15));
         await step(dir, reported, state);
         await new Promise((resolve) => setTimeout(resolve, 15));

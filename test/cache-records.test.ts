@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -175,16 +176,23 @@ describe("a build kept whole for a rebuild where nothing changed: only when ever
     expect(swapped.unchangedInputs(dir)).toBeUndefined();
   });
 
-  it("a build on a watch session's cache after one that read a file too recent to record, all settled now, can be kept", async () => {
+  it("a build that read folders and files too recent to sign keeps them by contents; the next, all settled, by signature", async () => {
     const dir = await project();
     const loaded = await loadConfig(undefined, dir);
     const cache = BuildCache.open(loaded);
     await compile(loaded, { cache });
-    expect(cache.unchangedInputs(dir)).toBeUndefined(); // every file written just now
+    // Every file written just now: each folder by its sorted entries, each file by its size and sha256.
+    const racy = cache.unchangedInputs(dir)!.split("\n");
+    expect(racy).toContain("D\tskills\tdalpha/dbeta");
+    expect(racy).toContain("D\tskills/beta\tdreferences/fSKILL.md");
+    expect(racy).toContain(`h\tskills/beta/references/guide.md\t8:${createHash("sha256").update("# Guide\n").digest("hex")}`);
+    expect(racy.filter((line) => /^[df]\t/.test(line))).toEqual([]);
     settledClock();
     cache.nextBuild();
     await compile(loaded, { cache });
-    expect(cache.unchangedInputs(dir)).toContain("f\tskills/alpha/SKILL.md\t");
+    const settled = cache.unchangedInputs(dir)!.split("\n");
+    expect(settled).toContain(`f\tskills/alpha/SKILL.md\t${signatureOf(statSync(alpha(dir), { bigint: true }))}`);
+    expect(settled.filter((line) => /^[Dh]\t/.test(line))).toEqual([]);
   });
 
   it("a .gitignore changed after the walk read it (too recent to tell), or gone, leaves nothing to keep", async () => {

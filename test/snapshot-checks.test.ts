@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -20,11 +21,12 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 
 const taken = (): StatsTaken => ({ folders: new Map(), files: new Map() });
 
-/** A cache file's header key and payload. */
-function cacheFile(file: string): { key: string; payload: Record<string, unknown> } {
+/** A cache file's header format and key, and its payload. */
+function cacheFile(file: string): { format: number; key: string; payload: Record<string, unknown> } {
   const text = readFileSync(file, "utf8");
   const newline = text.indexOf("\n");
-  return { key: (JSON.parse(text.slice(0, newline)) as { key: string }).key, payload: JSON.parse(text.slice(newline + 1)) as Record<string, unknown> };
+  const { format, key } = JSON.parse(text.slice(0, newline)) as { format: number; key: string };
+  return { format, key, payload: JSON.parse(text.slice(newline + 1)) as Record<string, unknown> };
 }
 
 describe("cache files with a valid header and contents no build writes", () => {
@@ -49,7 +51,8 @@ describe("cache files with a valid header and contents no build writes", () => {
   async function answerWith(file: string, payload: unknown) {
     const path = join(dir, file);
     const original = readFileSync(path);
-    writeCacheFile(path, 1, cacheFile(path).key, JSON.stringify(payload));
+    const { format, key } = cacheFile(path);
+    writeCacheFile(path, format, key, JSON.stringify(payload));
     const stats = taken();
     try {
       return { answer: unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), stats), stats };
@@ -75,6 +78,19 @@ describe("cache files with a valid header and contents no build writes", () => {
     }
   });
 
+  it("an inputs file comparing by contents a file or folder outside the roots: never read, so never the same", async () => {
+    const { payload } = cacheFile(join(dir, `${CACHE}.inputs.json`));
+    const inputs = (payload as { inputs: string }).inputs;
+    await writeTree(dir, { "outside/notes.md": "notes" });
+    const notes = `5:${createHash("sha256").update("notes").digest("hex")}`;
+    // Inside the root: the same contents make the same answer.
+    expect((await answerWith(`${CACHE}.inputs.json`, { ...payload, inputs: `${inputs}\nh\tskills/alpha/notes.md\t${notes}\nh\tskills/beta/notes.md\t${notes}` })).answer).toBeDefined();
+    // Outside it (a path the build never read), the contents are not read: not the same, though they are.
+    for (const line of [`h\toutside/notes.md\t${notes}`, `h\t${join(dir, "outside/notes.md")}\t${notes}`, "D\toutside\tfnotes.md"]) {
+      expect((await answerWith(`${CACHE}.inputs.json`, { ...payload, inputs: `${inputs}\n${line}` })).answer).toBeUndefined();
+    }
+  });
+
   it("an inputs file naming a file or a folder that is not there: no stats taken", async () => {
     const { payload } = cacheFile(join(dir, `${CACHE}.inputs.json`));
     for (const line of ["f\tskills/gone.md\t1:2:3:4:5", "d\tskills/gone\t1:2:3:4:5"]) {
@@ -90,7 +106,7 @@ describe("cache files with a valid header and contents no build writes", () => {
     const fingerprint = inputs.bundle.fingerprint as string;
     const original = readFileSync(join(dir, `${CACHE}.result.json`));
     // The result file under the key such a fingerprint would give, then the inputs file naming it.
-    writeCacheFile(join(dir, `${CACHE}.result.json`), 1, result.key.replace(`:${fingerprint}`, ":5"), JSON.stringify(result.payload));
+    writeCacheFile(join(dir, `${CACHE}.result.json`), result.format, result.key.replace(`:${fingerprint}`, ":5"), JSON.stringify(result.payload));
     try {
       expect((await answerWith(`${CACHE}.inputs.json`, { ...inputs, bundle: { ...inputs.bundle, fingerprint: 5 } })).answer).toBeUndefined();
     } finally {

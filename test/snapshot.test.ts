@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
@@ -39,6 +39,8 @@ const run = (dir: string) => build({ cwd: dir });
 const manifest = (dir: string) => readFileSync(join(dir, "dist/skills/manifest.json"), "utf8");
 const skillNames = (dir: string) => (JSON.parse(manifest(dir)) as { skills: { name: string }[] }).skills.map((skill) => skill.name);
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+/** The inputs file's lines, each its kind and path. */
+const inputLines = (dir: string) => (JSON.parse(readFileSync(join(dir, INPUTS), "utf8").split("\n")[1]!) as { inputs: string }).inputs.split("\n").map((line) => line.split("\t").slice(0, 2).join("\t"));
 
 describe("a rebuild where nothing changed", () => {
   // Projects made up front and left to settle once, then built: each build keeps its compilation.
@@ -148,14 +150,31 @@ describe("a rebuild where nothing changed", () => {
     expect(existsSync(join(dir, "elsewhere/manifest.json"))).toBe(true);
   });
 
-  it("a build right after an edit keeps nothing (racily clean); the next one, settled, does", async () => {
+  it("a build right after an edit keeps the edited file by its sha256 (racily clean), signed once it is settled", async () => {
     const dir = settled[9]!;
-    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const alpha = join(dir, "skills/alpha/SKILL.md");
+    await writeFile(alpha, skillMd("alpha", "Drafts alpha reports, edited."));
     expect((await run(dir)).written).toBe(true);
-    expect(existsSync(join(dir, INPUTS))).toBe(false);
+    expect(inputLines(dir)).toContain("h\tskills/alpha/SKILL.md");
+    // Answered at once, the file read and hashed again (its times changed: its contents tell), and left unsigned while
+    // its times are too recent (an hour ahead here).
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    await utimes(alpha, inAnHour, inAnHour);
+    const again = await run(dir);
+    expect([again.written, again.agents[0]!.skills[0]!.description]).toEqual([false, "Drafts alpha reports, edited."]);
+    expect(inputLines(dir)).toContain("h\tskills/alpha/SKILL.md");
+    // A same-size edit with its mtime put back is seen.
+    await sameSizeEdit(alpha, skillMd("alpha", "Drafts ALPHA reports, edited."));
+    expect((await run(dir)).written).toBe(true);
+    expect(manifest(dir)).toContain("Drafts ALPHA reports, edited.");
+    // Settled, it is signed by its stats: the rebuild after that stats it rather than reading it.
+    const earlier = new Date(Date.now() - 10_000);
+    await utimes(alpha, earlier, earlier);
     await settle();
     expect((await run(dir)).written).toBe(false);
-    expect(existsSync(join(dir, INPUTS))).toBe(true);
+    expect(inputLines(dir)).toContain("f\tskills/alpha/SKILL.md");
+    expect(inputLines(dir).filter((line) => /^[Dh]\t/.test(line))).toEqual([]);
+    expect((await run(dir)).written).toBe(false);
   }, 10_000);
 
   it("links: kept, and a link that leads somewhere new (a broken link whose target appears) is walked again", async () => {

@@ -120,10 +120,16 @@ export class BuildCache {
   private next: CacheContents = emptyContents();
   /** Whether a record was added or replaced since the cache file was read or last written. */
   private dirty = false;
-  /** Whether every folder this build listed and every file it read has a record: what `unchangedInputs` needs. */
+  /** Whether every folder this build listed and every file it read has a record or a racy one: what `unchangedInputs` needs. */
   private complete = true;
+  /**
+   * What this build listed and read too recently to sign (the racy rule), by path: each folder's entries, each
+   * file's size and sha256. The build cache keeps none of them; the rebuild where nothing changed compares them by
+   * content (`unchangedInputs`), as git hashes its racily clean entries again rather than trusting their stats.
+   */
+  private racy = { folders: new Map<string, string[]>(), files: new Map<string, { size: number; sha256: string }>() };
   /** Files changed after this moment (less the granularity) get no signature: see `RACY_NS`. */
-  private trustedBefore = nowNs() - RACY_NS;
+  private trustedBefore = trustedBeforeNow();
   /** The record each stats object (as discovery gave it) was found to match: see `knownFile`. */
   private readonly matched = new WeakMap<FileStats, FileRecord>();
 
@@ -171,7 +177,8 @@ export class BuildCache {
     this.previous = this.next;
     this.next = emptyContents();
     this.complete = true;
-    this.trustedBefore = nowNs() - RACY_NS;
+    this.racy = { folders: new Map(), files: new Map() };
+    this.trustedBefore = trustedBeforeNow();
     Object.assign(this.stats, { parsed: 0, reused: 0 });
     Object.assign(this.fileStats, { hashed: 0, unchanged: 0 });
     Object.assign(this.folderStats, { listed: 0, unlisted: 0 });
@@ -199,9 +206,12 @@ export class BuildCache {
     if (stats) seen?.set(dir, { stats: fileStatsOf(stats), entries });
     this.folderStats.listed++;
     if (!this.saves) return entries;
-    if (stats?.isDirectory() && this.isSettled(stats) && entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink())) {
-      this.next.folders[displayPath] = { stat: signatureOf(stats), entries: entries.map((entry) => `${kindOf(entry)}${entry.name}`) };
-      this.dirty = true;
+    if (stats?.isDirectory() && entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink())) {
+      const listed = entries.map((entry) => `${kindOf(entry)}${entry.name}`);
+      if (this.isSettled(stats)) {
+        this.next.folders[displayPath] = { stat: signatureOf(stats), entries: listed };
+        this.dirty = true;
+      } else this.racy.folders.set(displayPath, listed);
     } else this.complete = false;
     return entries;
   }
@@ -244,7 +254,7 @@ export class BuildCache {
     this.fileStats.hashed++;
     if (!this.saves) return;
     if (!this.isSettled(stats)) {
-      this.complete = false;
+      this.racy.files.set(displayPath, { size, sha256 });
       return;
     }
     this.next.files[displayPath] = { stat: signatureOf(stats), size, sha256 };
@@ -253,7 +263,7 @@ export class BuildCache {
 
   /** Changed safely before this build began: see `RACY_NS`. */
   private isSettled(stats: FileStats): boolean {
-    return (stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs) < this.trustedBefore;
+    return isSettledBefore(stats, this.trustedBefore);
   }
 
   /**
@@ -287,36 +297,45 @@ export class BuildCache {
 
   /**
    * What this build read, one line per folder (`d`), file (`f`) and link (`l`): a tab, its path relative to the
-   * config folder, a tab, its signature (for a link, `linkTarget`: where it leads). If none of them changes, a build
-   * with the same config finds, reads and yields exactly the same; undefined when that cannot be told: something
-   * was read without a record (changed too recently, say). A folder reached through a link is signed through it,
-   * as it was listed, and so is a file. The .gitignore files the walk read are stat'ed now: one settled now (changed
-   * before this build began) is what the walk read.
+   * config folder, a tab, its signature (for a link, `linkTarget`: where it leads). A folder or file changed too
+   * recently to sign (the racy rule) has its contents instead: a folder (`D`) its entries (`listingOf`), a file (`h`)
+   * its size and sha256 (`contentSignature`). If none of them changes, a build with the same config finds, reads and
+   * yields exactly the same; undefined when that cannot be told: something was read without a record (an unreadable
+   * file, say). A folder reached through a link is signed through it, as it was listed, and so is a file. The
+   * .gitignore files the walk read are stat'ed now: one settled now (changed before this build began) is what the
+   * walk read.
    */
   unchangedInputs(configDir: string): string | undefined {
     if (!this.complete) return undefined;
     const lines: string[] = [];
-    for (const [path, record] of Object.entries(this.next.folders)) {
-      if (/[\t\n]/.test(path)) return undefined; // names a line cannot hold; rare enough to leave to the full build
-      lines.push(`d\t${path}\t${record.stat}`);
-      for (const entry of record.entries) {
+    const folder = (kind: string, path: string, signature: string, entries: readonly string[]): boolean => {
+      if (/[\t\n]/.test(path)) return false; // names a line cannot hold; rare enough to leave to the full build
+      lines.push(`${kind}\t${path}\t${signature}`);
+      for (const entry of entries) {
         if (entry[0] === "l") {
           // Where a link leads can change while the link does not: where it leads now (its real path and what is there).
           const link = `${path}/${entry.slice(1)}`;
-          if (/[\t\n]/.test(link)) return undefined;
+          if (/[\t\n]/.test(link)) return false;
           lines.push(`l\t${link}\t${linkTarget(resolve(configDir, link))}`);
           continue;
         }
         if (entry !== "f.gitignore") continue;
         const file = `${path}/.gitignore`;
         const stats = statSync(resolve(configDir, file), { bigint: true, throwIfNoEntry: false });
-        if (!stats?.isFile() || !this.isSettled(stats)) return undefined;
+        if (!stats?.isFile() || !this.isSettled(stats)) return false;
         lines.push(`f\t${file}\t${signatureOf(stats)}`);
       }
-    }
+      return true;
+    };
+    for (const [path, record] of Object.entries(this.next.folders)) if (!folder("d", path, record.stat, record.entries)) return undefined;
+    for (const [path, entries] of this.racy.folders) if (!folder("D", path, listingSignature(entries), entries)) return undefined;
     for (const [path, record] of Object.entries(this.next.files)) {
       if (/[\t\n]/.test(path)) return undefined;
       lines.push(`f\t${path}\t${record.stat}`);
+    }
+    for (const [path, file] of this.racy.files) {
+      if (/[\t\n]/.test(path)) return undefined;
+      lines.push(`h\t${path}\t${contentSignature(file)}`);
     }
     return lines.join("\n");
   }
@@ -392,6 +411,30 @@ export function isCurrentBundle(record: BundleRecord | undefined, outDir: string
 
 function emptyContents(): CacheContents {
   return { skills: {}, folders: {}, files: {} };
+}
+
+/**
+ * A folder's entries as a `D` line of `unchangedInputs` holds them: sorted (a listing's order is the file system's),
+ * joined by `/`, which no name holds.
+ */
+function listingSignature(entries: readonly string[]): string {
+  return [...entries].sort().join("/");
+}
+
+/** A folder's entries now, as `listingSignature` gives them; undefined when it cannot be listed, or holds anything but files, folders and links. */
+export function listingOf(dir: string): string | undefined {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  return entries.every((entry) => entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) ? listingSignature(entries.map((entry) => `${kindOf(entry)}${entry.name}`)) : undefined;
+}
+
+/** A file as an `h` line of `unchangedInputs` holds it. */
+export function contentSignature({ size, sha256 }: { size: number; sha256: string }): string {
+  return `${size}:${sha256}`;
 }
 
 function kindOf(entry: Dirent): string {
@@ -522,6 +565,16 @@ export function settledSignatures(files: readonly string[], since: bigint): stri
     signatures.push(signatureOf(stats));
   }
   return signatures.join("\n");
+}
+
+/** Whether `stats` were changed safely before `trustedBefore` (a build's start less `RACY_NS`): see `RACY_NS`. */
+export function isSettledBefore(stats: FileStats, trustedBefore: bigint): boolean {
+  return (stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs) < trustedBefore;
+}
+
+/** The moment before which a change is settled for a build beginning now: see `RACY_NS`. */
+export function trustedBeforeNow(): bigint {
+  return nowNs() - RACY_NS;
 }
 
 export function nowNs(): bigint {
