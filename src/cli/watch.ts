@@ -38,8 +38,12 @@ interface Interest {
 /** What a folder discovery walks is watched for besides its entries: no names (one set, shared, never added to). */
 const NO_NAMES: ReadonlySet<string> = new Set();
 
-/** Changes closer together than this are one change: an editor's save, a `git checkout`, a copied folder. */
-const QUIET_MS = 100;
+/**
+ * Changes closer together than this are one change: an editor's save (a new file written, then renamed over the
+ * old one) takes a millisecond or two. As short as webpack's (20 ms), since it is added to every rebuild's latency;
+ * a change that comes later, even during the build (a long `git checkout`), is built next, so none is lost.
+ */
+const QUIET_MS = 25;
 /** How long a build refused by another build's lock waits before it tries again. */
 const LOCK_RETRY_MS = 1000;
 
