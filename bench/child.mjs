@@ -68,7 +68,7 @@ async function run() {
     }
     // Watch mode as a developer runs it: `skills build --watch` in its own process; after its first build, one skill
     // edited at a time (each a second after the last rebuild), each timed until the watcher reports the new bundle
-    // swapped in (its 100 ms quiet period included). `ms` is the median rebuild; peak RSS is the watcher's over all
+    // swapped in (its 25 ms quiet period included). `ms` is the median rebuild; peak RSS is the watcher's over all
     // of them (Linux's VmHWM), not this process's.
     case "watch": {
       const [cli, config, edits, ...files] = args;
