@@ -67,11 +67,11 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
       if (stats) (isFolder ? taken.folders : taken.files).set(absolute, stats);
       continue;
     }
-    const line = stats && verifiedLine(kind!, path, absolute, stats, signature, verified, comparing);
-    if (line === undefined) same = false;
+    const verdict = stats && verifiedLine(kind!, path, absolute, stats, signature, verified, comparing);
+    if (verdict === undefined) same = false;
     else {
       if (isFolder) folders++;
-      if (line !== lines[at]) [lines[at], signed] = [line, true];
+      if (verdict !== true) [lines[at], signed] = [verdict, true];
     }
   }
   if (!same || !isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
@@ -95,27 +95,27 @@ interface ContentComparison {
 
 /**
  * Whether the folder or file at `absolute` (`stats` just taken, through a link) is as its line of the inputs file
- * says: the line to keep, or undefined when it changed. A `D` or `h` line (compared by contents) that is settled now
- * comes back as the `d` or `f` line signing it. A file's stats go to `verified`, for its body to be read by.
+ * says: true, or undefined when it changed. A `D` or `h` line (compared by contents) that is settled now comes back
+ * as the `d` or `f` line signing it, to take its place. A file's stats go to `verified`, for its body to be read by.
  */
-function verifiedLine(kind: string, path: string, absolute: string, stats: BigIntStats, signature: string, verified: Map<string, FileStats>, comparing: ContentComparison): string | undefined {
+function verifiedLine(kind: string, path: string, absolute: string, stats: BigIntStats, signature: string, verified: Map<string, FileStats>, comparing: ContentComparison): true | string | undefined {
   switch (kind) {
     case "d":
     case "f":
       if (signatureOf(stats) !== signature) return undefined;
       if (kind === "f") verified.set(absolute, fileStatsOf(stats));
-      return `${kind}\t${path}\t${signature}`;
+      return true;
     case "D": {
       // Stat'ed before it is listed, as a build lists a folder: a change in between shows in its signature next time.
       const listing = stats.isDirectory() ? contentsOf(absolute, stats, comparing, listingOf) : undefined;
       if (listing !== signature) return undefined;
-      return isSettledBefore(stats, comparing.trustedBefore) ? `d\t${path}\t${signatureOf(stats)}` : `D\t${path}\t${signature}`;
+      return isSettledBefore(stats, comparing.trustedBefore) ? `d\t${path}\t${signatureOf(stats)}` : true;
     }
     case "h": {
       const hashed = stats.isFile() ? contentsOf(absolute, stats, comparing, hashedOrUndefined) : undefined;
       if (!hashed || contentSignature(hashed) !== signature) return undefined;
       verified.set(absolute, fileStatsOf(hashed.stats));
-      return isSettledBefore(hashed.stats, comparing.trustedBefore) ? `f\t${path}\t${signatureOf(hashed.stats)}` : `h\t${path}\t${signature}`;
+      return isSettledBefore(hashed.stats, comparing.trustedBefore) ? `f\t${path}\t${signatureOf(hashed.stats)}` : true;
     }
     default:
       return undefined;
