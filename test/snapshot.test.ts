@@ -226,6 +226,28 @@ describe("a rebuild where nothing changed", () => {
   });
 });
 
+describe("a rebuild where nothing changed, right after a folder changed", () => {
+  it("keeps the folder by its entries while it is too recent to sign (an mtime an hour ahead), then signs it", async () => {
+    const dir = await project();
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma", "Runs gamma checks.") });
+    expect((await run(dir)).written).toBe(true);
+    expect(inputLines(dir)).toEqual(expect.arrayContaining(["D\tskills", "D\tskills/gamma", "h\tskills/gamma/SKILL.md"]));
+    const root = join(dir, "skills");
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    await utimes(root, inAnHour, inAnHour);
+    expect((await run(dir)).written).toBe(false); // the same entries
+    expect(inputLines(dir)).toContain("D\tskills");
+    const earlier = new Date(Date.now() - 10_000);
+    await utimes(root, earlier, earlier);
+    await settle();
+    expect((await run(dir)).written).toBe(false);
+    expect(inputLines(dir)).toContain("d\tskills");
+    expect(inputLines(dir).filter((line) => /^[Dh]\t/.test(line))).toEqual([]);
+  }, 15_000);
+});
+
 describe("a rebuild where nothing changed, roots", () => {
   it("an optional root that was missing and is there now is walked", async () => {
     const dir = await project({ agents: { main: { skills: [{ root: "skills" }, { root: "later", optional: true }] } } });
