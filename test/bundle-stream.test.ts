@@ -213,6 +213,7 @@ function memorySinks(): { files: Map<string, Buffer>; open: (path: string) => Si
 const earlierFile = (bytes: Buffer, places: FilePlaces): EarlierFile => ({
   places,
   read: (into, at, length, position) => position + length <= bytes.byteLength && (into.set(bytes.subarray(position, position + length), at), true),
+  readAt: (into, position) => (position < bytes.byteLength ? bytes.copy(into, 0, position, Math.min(bytes.byteLength, position + into.byteLength)) : 0),
 });
 
 describe("renderBundle", () => {
@@ -292,6 +293,8 @@ describe("renderBundle", () => {
           { path: "m.json", parts: skills.flatMap((_, index) => [entry(index, false, `{"n":${index},"m":`, "}"), "\n"]) },
           { path: "m.js", parts: skills.flatMap((_, index) => [entry(index, true, `f(${index},`, ");")]) },
           { path: "b.json", parts: skills.map((_, body) => ({ body, ascii: false })) },
+          // Hashes of the others, taken while copying as when writing afresh (see prefix-hash.ts).
+          { path: "h.json", parts: [{ sha256Of: "m.json" }, { sha256Of: "m.js" }, { sha256Of: "b.json" }] },
         ],
       };
     };
@@ -314,7 +317,7 @@ describe("renderBundle", () => {
         const copiedPlaces = renderBundle(counted, copied.open, () => {}, (path) => earlierFile(first.files.get(path)!, places.get(path)!));
         const fresh = memorySinks();
         const freshPlaces = renderBundle(bundleOf(after), fresh.open, () => {});
-        for (const path of ["m.json", "m.js", "b.json"]) expect(copied.files.get(path)!.equals(fresh.files.get(path)!)).toBe(true);
+        for (const path of ["m.json", "m.js", "b.json", "h.json"]) expect(copied.files.get(path)!.equals(fresh.files.get(path)!)).toBe(true);
         // Where the copies say each skill is, is where a fresh bundle has it.
         expect(copiedPlaces).toEqual(freshPlaces);
         // Only the changed bodies were read (once, for all three files).

@@ -1,4 +1,4 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { join, resolve } from "node:path";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { relativeTo } from "../compile/discover.js";
@@ -10,6 +10,7 @@ import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
 import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity, SkillFile } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
+import { PrefixHash, type HashCheckpoints } from "./prefix-hash.js";
 import { TOOL_VERSION } from "../compile/version.js";
 import { summarizeStructure } from "../runtime/helpers.js";
 
@@ -306,7 +307,15 @@ const CHUNK_BYTES = 1 << 18;
 export interface EarlierFile {
   places: FilePlaces;
   read(into: Uint8Array, at: number, length: number, position: number): boolean;
+  /** Reads up to `into.byteLength` bytes at `position`, past the window `read` keeps; how many were read. */
+  readAt(into: Uint8Array, position: number): number;
 }
+
+/**
+ * The hash checkpoints of each file `renderBundle` hashed, by the places it returned for the file: a watching
+ * session keeps the last build's places in memory, and with them the states its hash of the file went through.
+ */
+const checkpointsOf = new WeakMap<FilePlaces, HashCheckpoints>();
 
 /**
  * Streams the bundle's files into sinks and returns where each file holds each skill. The files advance together,
@@ -344,7 +353,11 @@ export function renderBundle(
   for (const writer of writers.values()) writer.advance(Infinity, "", bodyText);
 
   const hashes = new Map<string, string | undefined>();
-  for (const [path, writer] of writers) hashes.set(path, writer.finish());
+  for (const [path, writer] of writers) {
+    const checkpoints = writer.finish();
+    if (checkpoints) checkpointsOf.set(writer.places, checkpoints);
+    hashes.set(path, checkpoints?.digest);
+  }
   for (const { path, sameAs } of twins) hashes.set(path, hashes.get(sameAs));
   for (const writer of writers.values()) {
     for (const { offset, of } of writer.hashSlots) {
@@ -375,7 +388,7 @@ class FileWriter {
   private filled = 0;
   private readonly chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   /** Undefined for a file no other takes the hash of. */
-  private readonly hash: Hash | undefined;
+  private readonly hash: PrefixHash | undefined;
 
   constructor(
     parts: Iterable<Part>,
@@ -384,7 +397,8 @@ class FileWriter {
     hashed: boolean,
   ) {
     this.parts = parts[Symbol.iterator]();
-    this.hash = hashed ? createHash("sha256") : undefined;
+    const checkpoints = earlier && checkpointsOf.get(earlier.places);
+    this.hash = hashed ? new PrefixHash(checkpoints && { checkpoints, readAt: (into, position) => earlier.readAt(into, position) }) : undefined;
   }
 
   /** Writes parts up to and including the body `body` (from the SKILL.md of sha256 `hash`), stopping before any later body. */
@@ -457,10 +471,10 @@ class FileWriter {
     return next.done ? undefined : next.value;
   }
 
-  /** Flushes what is left; returns the sha256 of everything written, before any patch, if the file is hashed. */
-  finish(): string | undefined {
+  /** Flushes what is left; returns the sha256 of everything written, before any patch, if the file is hashed, and its checkpoints. */
+  finish(): HashCheckpoints | undefined {
     this.flush();
-    return this.hash?.digest("hex");
+    return this.hash?.finish();
   }
 
   private text(text: string): void {

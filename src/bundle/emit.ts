@@ -155,27 +155,31 @@ function earlierFiles(outDir: string, record: BundleRecord | undefined): { file:
     // Bodies come in the same order build after build (by SKILL.md path), so the file is read a window at a time,
     // front to back, rather than a body at a time.
     const window = { bytes: Buffer.allocUnsafe(EARLIER_WINDOW_BYTES), start: 0, end: 0 };
+    const readAt = (into: Uint8Array, position: number) => {
+      let filled = 0;
+      try {
+        while (filled < into.byteLength) {
+          const read = readSync(fd, into, filled, into.byteLength - filled, position + filled);
+          if (read === 0) break;
+          filled += read;
+        }
+      } catch {
+        return 0; // written from the body instead
+      }
+      return filled;
+    };
     return {
       places,
       read: (into, at, length, position) => {
         if (!Number.isSafeInteger(position) || !Number.isSafeInteger(length) || position < 0 || length < 0 || length > window.bytes.byteLength || at + length > into.byteLength) return false;
         if (position < window.start || position + length > window.end) {
-          let filled = 0;
-          try {
-            while (filled < window.bytes.byteLength) {
-              const read = readSync(fd, window.bytes, filled, window.bytes.byteLength - filled, position + filled);
-              if (read === 0) break;
-              filled += read;
-            }
-          } catch {
-            filled = 0; // written from the body instead
-          }
-          Object.assign(window, { start: position, end: position + filled });
+          Object.assign(window, { start: position, end: position + readAt(window.bytes, position) });
           if (position + length > window.end) return false;
         }
         into.set(window.bytes.subarray(position - window.start, position - window.start + length), at);
         return true;
       },
+      readAt,
     };
   };
   return {
