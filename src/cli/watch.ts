@@ -84,8 +84,11 @@ class FolderWatcher {
   private roots: string[] = [];
   private configFiles = new Set<string>();
   private failed: string | undefined;
-  /** What the last full `follow` went by (outDir, config files, roots, files and folders read) when it watched every folder it wanted, and how many. */
-  private followed: { paths: readonly string[]; folders: number } | undefined;
+  /**
+   * What the last full `follow` went by (outDir, config files, roots, files and folders read) when it watched every
+   * folder it wanted, how many, and each of those folders with every folder above it.
+   */
+  private followed: { paths: readonly string[]; folders: number; watchedOrAbove: ReadonlySet<string> } | undefined;
   private readonly pending = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private building: Promise<void> | undefined;
@@ -209,12 +212,13 @@ class FolderWatcher {
     // watched folder (which could have replaced it): the full pass below would leave every watch as it is. At
     // 10,000 skills that pass took ~20 ms of each rebuild, before it is reported.
     const paths = [result.outDir, ...result.config.inputs, ...allRoots, "", ...result.inputs.files, "", ...result.inputs.folders];
-    // Only a folder at or below a changed path can have been replaced by another since it was watched. (By its
-    // ancestors, not each changed path in turn: a branch switch changes thousands of paths under thousands of folders.)
+    // Only a folder at or below a changed path can have been replaced by another since it was watched: one whose
+    // path is a watched folder or a folder above one.
+    const { followed } = this;
+    if (followed && this.failed === undefined && this.watched.size === followed.folders && sameList(paths, followed.paths) && !changed.some((path) => followed.watchedOrAbove.has(path))) return;
+    // By each folder's ancestors, not each changed path in turn: a branch switch changes thousands of paths under thousands of folders.
     const changedPaths = new Set(changed);
     const mayBeReplaced = (folder: string) => isAtOrBelow(folder, changedPaths);
-    const { followed } = this;
-    if (followed && this.failed === undefined && this.watched.size === followed.folders && sameList(paths, followed.paths) && !someKey(this.watched, mayBeReplaced)) return;
     const wanted = new Map<string, Interest>();
     // Tens of thousands of folders are walked, a few hold files read by name: those get a set of their own.
     for (const folder of result.inputs.folders) if (!this.isOwnOutput(folder)) wanted.set(folder, { walked: true, names: NO_NAMES });
@@ -241,7 +245,7 @@ class FolderWatcher {
     }
     // Only a pass that watched every folder it wanted vouches for the next: one gone meanwhile (deleted, then made
     // again before the next build lists it) is tried again by a full pass.
-    this.followed = this.watched.size === wanted.size ? { paths, folders: wanted.size } : undefined;
+    this.followed = this.watched.size === wanted.size ? { paths, folders: wanted.size, watchedOrAbove: withFoldersAbove(this.watched.keys()) } : undefined;
   }
 
   /** Starts watching `folder`; a folder gone since the build listed it is left (its parent's watch saw that). */
@@ -274,9 +278,16 @@ export function isAtOrBelow(path: string, paths: ReadonlySet<string>): boolean {
   }
 }
 
-function someKey<K>(map: ReadonlyMap<K, unknown>, test: (key: K) => boolean): boolean {
-  for (const key of map.keys()) if (test(key)) return true;
-  return false;
+/** `folders` and every folder above each: as many entries as the folders' distinct ancestors, however deep they are. */
+function withFoldersAbove(folders: Iterable<string>): Set<string> {
+  const found = new Set<string>();
+  for (const folder of folders) {
+    for (let current = folder; !found.has(current); current = dirname(current)) {
+      found.add(current);
+      if (dirname(current) === current) break;
+    }
+  }
+  return found;
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
