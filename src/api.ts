@@ -1,6 +1,6 @@
 import { closeSync, lstatSync, readFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { bundleFingerprint, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
+import { bundleFingerprint, bundleInputsHash, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
 import { implicitConfig, loadConfig, type LoadedConfig } from "./compile/config.js";
@@ -127,7 +127,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
 export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
   let loaded: LoadedConfig | undefined;
   const statsTaken: StatsTaken = { folders: new Map(), files: new Map() };
-  await session?.removeReplaced();
+  await session?.afterReport();
   // A watch session's first build starts as any build does; its later ones follow a change, with the cache in memory.
   const first = session ? session.startBuild() : true;
   if (!options.check && first) {
@@ -149,8 +149,8 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
     // The bundle is the compilation's: suppressions and --quiet change what a run reports, not what it builds. Its
     // fingerprint only tells the next build whether to write it again.
-    const fingerprint = options.check || !cache.saves ? "" : bundleFingerprint(compilation);
-    if (!options.check && cache.bundleIsCurrent(outDir, fingerprint)) {
+    const fingerprint = () => (cache.saves ? bundleFingerprint(compilation) : "");
+    if (!options.check && cache.bundleIsCurrent(outDir, fingerprint, bundleInputsHash(compilation))) {
       if (!session) saveSnapshot(compilation, cache);
       return { ...result, outDir, written: false, stale: [] };
     }
@@ -163,7 +163,7 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     await writePublished(published, result.config, outDir);
     // A published folder is recorded by its own path: the folders above it (the user's) change for other reasons.
     const publishedPaths = published.flatMap((folder) => [folder.dir, ...folder.files.map((file) => join(folder.dir, file.path))].map((path) => relative(outDir, path)));
-    cache.recordBundle(outDir, fingerprint, [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places, publishedPaths);
+    cache.recordBundle(outDir, fingerprint, bundleInputsHash(compilation), [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places, publishedPaths);
     if (!session) saveSnapshot(compilation, cache);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
@@ -237,7 +237,7 @@ export class BuildSession {
   private loadedConfig?: { loaded: LoadedConfig; signatures: string | undefined };
   private cache?: BuildCache;
   private builds = 0;
-  /** Removals of the bundles this session's builds replaced, put off until the build was reported (`removeReplaced`). */
+  /** Removals of the bundles this session's builds replaced, put off until the build was reported (`afterReport`). */
   private replaced: (() => Promise<void>)[] = [];
   /** With a watcher that reports every change (`noteChanges`): the last build's discovery, and the paths changed since. */
   readonly discovery: DiscoveryMemo | undefined;
@@ -298,8 +298,12 @@ export class BuildSession {
     this.replaced.push(removal);
   }
 
-  /** Removes the bundles this session's builds replaced: once a build was reported, and before the next build. */
-  async removeReplaced(): Promise<void> {
+  /**
+   * What a build leaves for after it is reported, done once it was and before the next build: removes the bundles
+   * this session's builds replaced, and takes the fingerprint of the bundle written (see `BuildCache.recordBundle`).
+   */
+  async afterReport(): Promise<void> {
+    this.cache?.takeFingerprint();
     await Promise.all(this.replaced.splice(0).map((removal) => removal()));
   }
 }

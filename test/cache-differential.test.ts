@@ -366,6 +366,8 @@ describe("a watching session's skills, kept from one build to the next", () => {
     const dir = await project();
     const session = new BuildSession({ watched: true });
     const parsed = new WeakRef((await buildInSession({ cwd: dir }, session)).agents[0]!.skills[0]!);
+    // Until the build is reported the session holds its compilation, whose bundle's fingerprint it takes then.
+    await session.afterReport();
     expect(await collected(parsed)).toBe(true);
   });
 

@@ -62,6 +62,29 @@ describe("a watch session's builds", () => {
     expect(again.written).toBe(false);
   });
 
+  it("take the fingerprint of a bundle after it was written, and only to compare bundles of the same inputs", async () => {
+    const dir = await project();
+    settledClock();
+    await run(dir);
+    await rm(join(dir, INPUTS));
+    const session = new BuildSession();
+    await buildInSession({ cwd: dir }, session);
+    await writeFile(alpha(dir), skillMd("alpha", "Drafts alpha reports, edited."));
+    expect((await buildInSession({ cwd: dir }, session)).written).toBe(true);
+    // Saved without the session's `afterReport`: the cache still holds the bundle's fingerprint, so a build in
+    // another process finds the bundle current.
+    session.save();
+    expect((await run(dir)).written).toBe(false);
+
+    const loaded = await loadConfig(undefined, dir);
+    const cache = BuildCache.open(loaded);
+    const { inputsHash } = cache.bundle!;
+    expect(inputsHash).toMatch(/^[0-9a-f]{64}$/);
+    const never = () => expect.unreachable("a fingerprint taken for a bundle of other inputs");
+    expect(cache.bundleIsCurrent(join(dir, "dist/skills"), never, "0".repeat(64))).toBe(false);
+    expect(cache.bundleIsCurrent(join(dir, "dist/skills"), () => cache.bundle!.fingerprint, inputsHash!)).toBe(true);
+  });
+
   it("keep no record of a file changed just before one of them: the next reads it again", async () => {
     const dir = await project();
     const clock = settledClock();

@@ -48,6 +48,11 @@ export function bundleFingerprint(compilation: Compilation): string {
   return hash.digest("hex");
 }
 
+/** The manifest's `inputsHash` of the bundle of `compilation` (see `inputsHash`). */
+export function bundleInputsHash(compilation: Compilation): string {
+  return bundleInputs(compilation).inputsHash;
+}
+
 const madeFrom = new WeakMap<Compilation, { skills: AgentSkill[]; inputsHash: string }>();
 
 /** The bundled skills and `inputsHash`: what both the fingerprint and the bundle are made from, made once for a compilation. */

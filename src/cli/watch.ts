@@ -194,8 +194,8 @@ class FolderWatcher {
     const retryInMs = error instanceof OutDirLockedError && changed.length > 0 ? LOCK_RETRY_MS : undefined;
     if (retryInMs !== undefined) for (const path of changed) pending.add(path);
     await this.onBuild({ changed, ...(result ? { result } : { error }), ...(retryInMs !== undefined ? { retryInMs } : {}), ms, watching: watching() });
-    // The bundle this build replaced goes once the build is reported.
-    await session.removeReplaced();
+    // The bundle this build replaced goes once the build is reported; its fingerprint is taken then.
+    await session.afterReport();
     // A change no event told of (made before its folder was watched, or dropped by an overflowing queue) is built next.
     if (result && !signal.aborted) for (const path of session.missedChanges()) pending.add(path);
     return retryInMs;

@@ -40,6 +40,8 @@ export interface BundleRecord {
   outDir: string;
   /** Digest of the compilation it was written from (`bundleFingerprint`). */
   fingerprint: string;
+  /** The manifest's `inputsHash`, which the fingerprint covers: a compilation with another has another bundle. */
+  inputsHash?: string;
   /** Each file and folder written, relative to outDir, with its stat signature right after writing (`bundleFileSignature`). */
   paths: Record<string, string>;
   /** Where each file holding skills holds each skill's entry and body, by path: what the next bundle copies instead of making them again. */
@@ -120,6 +122,8 @@ export class BuildCache {
   private next: CacheContents = emptyContents();
   /** Whether a record was added or replaced since the cache file was read or last written. */
   private dirty = false;
+  /** Makes the fingerprint of the bundle recorded this build, until it is taken (see `recordBundle`). */
+  private fingerprintToTake: (() => string) | undefined;
   /** Whether every folder this build listed and every file it read has a record or a racy one: what `unchangedInputs` needs. */
   private complete = true;
   /**
@@ -173,6 +177,7 @@ export class BuildCache {
    * changed is still to be written (`dirty`): a session saves when it ends.
    */
   nextBuild(): void {
+    this.takeFingerprint();
     this.keepBundle();
     this.previous = this.next;
     this.next = emptyContents();
@@ -342,6 +347,7 @@ export class BuildCache {
 
   /** The bundle this build wrote or found current. */
   get bundle(): BundleRecord | undefined {
+    this.takeFingerprint();
     return this.next.bundle ?? this.previous.bundle;
   }
 
@@ -358,17 +364,30 @@ export class BuildCache {
     if (previous?.encoding !== encoding || previous.counts !== counts) this.dirty = true;
   }
 
-  /** Whether `outDir` still holds, untouched, the bundle last written from a compilation with this fingerprint. */
-  bundleIsCurrent(outDir: string, fingerprint: string): boolean {
-    return isCurrentBundle(this.previous.bundle, outDir, fingerprint);
+  /**
+   * Whether `outDir` still holds, untouched, the bundle last written from a compilation with this fingerprint. One
+   * with other inputs (`inputsHash`) has another fingerprint: it is not taken.
+   */
+  bundleIsCurrent(outDir: string, fingerprint: () => string, inputsHash: string): boolean {
+    const record = this.previous.bundle;
+    if (typeof record?.inputsHash === "string" && record.inputsHash !== inputsHash) return false;
+    return isCurrentBundle(record, outDir, fingerprint());
   }
 
   /**
    * Records the bundle just written: every file (and the folders holding them) with its stat signature, and where its
    * files hold each skill; and each of `alone` (relative to outDir: the published folders and their files), without
-   * the folders above it.
+   * the folders above it. Its fingerprint is taken when the record is next used or saved (`takeFingerprint`): in
+   * watch mode, after the build was reported, off the time from an edit to its bundle.
    */
-  recordBundle(outDir: string, fingerprint: string, files: Iterable<string>, places: ReadonlyMap<string, FilePlaces>, alone: Iterable<string> = []): void {
+  recordBundle(
+    outDir: string,
+    fingerprint: () => string,
+    inputsHash: string,
+    files: Iterable<string>,
+    places: ReadonlyMap<string, FilePlaces>,
+    alone: Iterable<string> = [],
+  ): void {
     const paths: Record<string, string> = {};
     const add = (path: string) => {
       const signature = statSignature(join(outDir, path));
@@ -380,8 +399,17 @@ export class BuildCache {
       add(file);
     }
     for (const path of alone) add(path);
-    this.next.bundle = { outDir, fingerprint, paths, places: Object.fromEntries(places) };
+    this.next.bundle = { outDir, fingerprint: "", inputsHash, paths, places: Object.fromEntries(places) };
+    this.fingerprintToTake = fingerprint;
     this.dirty = true;
+  }
+
+  /** Takes the fingerprint of the bundle `recordBundle` recorded, if it is still to be taken. */
+  takeFingerprint(): void {
+    const take = this.fingerprintToTake;
+    if (!take) return;
+    this.fingerprintToTake = undefined;
+    this.next.bundle!.fingerprint = take();
   }
 
   /** A build that found the bundle current recorded none of its own: the one it found is still the last written. */
@@ -392,6 +420,7 @@ export class BuildCache {
   /** Writes the cache if anything changed since it was read or written (a record added, dropped or replaced) and it `saves`; failures are ignored. */
   save(): void {
     if (!this.saves) return;
+    this.takeFingerprint();
     this.keepBundle();
     const { saved, next } = this;
     const dropped = hasDropped(saved.skills, next.skills) || hasDropped(saved.files, next.files) || hasDropped(saved.folders, next.folders);
