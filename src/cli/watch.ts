@@ -212,8 +212,8 @@ class FolderWatcher {
     // watched folder (which could have replaced it): the full pass below would leave every watch as it is. At
     // 10,000 skills that pass took ~20 ms of each rebuild, before it is reported.
     const paths = [result.outDir, ...result.config.inputs, ...allRoots, "", ...result.inputs.files, "", ...result.inputs.folders];
-    // Only a folder at or below a changed path can have been replaced by another since it was watched: one whose
-    // path is a watched folder or a folder above one.
+    // Only a folder at or below a changed path can have been replaced by another since it was watched: there is
+    // one when a changed path is a watched folder or a folder above one.
     const { followed } = this;
     if (followed && this.failed === undefined && this.watched.size === followed.folders && sameList(paths, followed.paths) && !changed.some((path) => followed.watchedOrAbove.has(path))) return;
     // By each folder's ancestors, not each changed path in turn: a branch switch changes thousands of paths under thousands of folders.
