@@ -39,6 +39,7 @@ async function collected(ref: WeakRef<object>): Promise<boolean> {
 type Edit =
   | { kind: "body" | "description" | "undescribed" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
   | { kind: "add"; pick: number; withResource: boolean }
+  | { kind: "bundle"; pick: number }
   | { kind: "link-folder" | "gitignore" | "config" | "parse-setting" | "environment" | "ci" | "cache-lost" | "nothing" };
 
 // Edits of contents (what a rebuild sees most) are drawn three times as often as the others.
@@ -46,6 +47,7 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constantFrom("body", "description", "undescribed", "resource", "link-file"), pick: fc.nat(), sameSize: fc.boolean() }), weight: 3 },
   fc.record({ kind: fc.constantFrom("break", "remove", "rename"), pick: fc.nat(), sameSize: fc.boolean() }),
   fc.record({ kind: fc.constant("add"), pick: fc.nat(), withResource: fc.boolean() }),
+  fc.record({ kind: fc.constant("bundle"), pick: fc.nat() }),
   fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "parse-setting", "environment", "ci", "cache-lost", "nothing") }),
 ) as fc.Arbitrary<Edit>;
 
@@ -149,6 +151,15 @@ async function apply(dir: string, edit: Edit): Promise<string[]> {
       const created = await mkdir(at(parent), { recursive: true });
       await writeTree(dir, { [`${parent}/${name}/SKILL.md`]: skillMd(name), ...(edit.withResource ? { [`${parent}/${name}/scripts/run.sh`]: "echo run\n" } : {}) });
       return [created ?? at(`${parent}/${name}`)];
+    }
+    case "bundle": {
+      // A file of the bundle edited in place, the same size, its mtime put back: the next build may neither copy
+      // from it nor, in a session, go by the hash states it kept of it (src/bundle/prefix-hash.ts).
+      const file = at(`dist/skills/${["index.js", "manifest.json"][edit.pick % 2]}`);
+      const text = await readFile(file, "utf8").catch(() => undefined);
+      const swapped = text?.replace(/([a-z])(?=[^a-z]*$)/, (letter) => letter.toUpperCase());
+      if (text !== undefined && swapped !== text) await sameSizeEdit(file, swapped!);
+      return []; // a watcher leaves the outDir out
     }
     case "link-folder": {
       const link = at("skills/linked");
