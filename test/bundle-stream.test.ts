@@ -3,7 +3,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { build, check } from "../src/api.js";
+import { build, BuildSession, buildInSession, check } from "../src/api.js";
 import { agentRowJson, bundleOf, bundleTexts, filesJson, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
 import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
@@ -363,6 +363,37 @@ describe("the bundle on disk", () => {
     };
     await build({ cwd: dir });
     expect(await recorded()).toEqual({ "manifest.json": 2, "index.js": 2, "agents/main.js": 2, "agents/review.js": 2 });
+  });
+
+  it("records the module's sha256 in a watching session, where its hash resumes past the part of the module that is as it was", async () => {
+    // Twelve skills of ~200 KB: a module of ~2.4 MB, hashed past several of the states a session keeps (one a MiB).
+    const names = Array.from({ length: 12 }, (_, index) => `skill-${String(index).padStart(2, "0")}`);
+    const bodyOf = (name: string, edit = "") => `# ${name}\n\n${`Step of ${name}: do the thing.\n`.repeat(6000)}${edit}`;
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] }, review: { skills: [{ root: "skills" }] } } }),
+      ...Object.fromEntries(names.map((name) => [`skills/${name}/SKILL.md`, skillMd(name, undefined, bodyOf(name))])),
+    });
+    const session = new BuildSession({ watched: true });
+    const out = join(dir, "dist", "skills");
+    const expectHashes = async () => {
+      const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8"));
+      for (const path of ["index.js", "agents/main.js", "agents/review.js"]) expect(manifest.hashes.outputs[path]).toBe(createHash("sha256").update(await readFile(join(out, path))).digest("hex"));
+    };
+    await buildInSession({ cwd: dir }, session);
+    await expectHashes();
+    // Edits early, in the middle and last in the module; one that leaves it as long as it was; and none.
+    for (const [name, edit] of [["skill-01", "More.\n"], ["skill-06", "More, in the middle.\n"], ["skill-11", "Last.\n"], ["skill-06", "More, in the MIDDLE.\n"], ["", ""]] as const) {
+      if (name) {
+        const file = join(dir, "skills", name, "SKILL.md");
+        await writeFile(file, skillMd(name, undefined, bodyOf(name, edit)));
+        session.noteChanges([file]);
+      }
+      await session.afterReport();
+      await buildInSession({ cwd: dir }, session);
+      await expectHashes();
+    }
+    expect((await stat(join(out, "index.js"))).size).toBeGreaterThan(2 * 2 ** 20);
   });
 
   it("is written by streaming: a single agent's module is index.js linked, and --check compares hashes and bodies in place", async () => {
