@@ -1,6 +1,8 @@
 import { join } from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check, type Diagnostic } from "../src/index.js";
+import { withThousands } from "../src/compile/diagnostics.js";
 import { RULES, type RuleCode } from "../src/compile/rules.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -242,5 +244,17 @@ describe("every diagnostic code of SPEC §4", () => {
     });
     const result = await check({ config: join(dir, "config/skills.config.json") });
     expect(result.diagnostics[0]).toMatchObject({ code: "description-missing", file: "../skills/quiet/SKILL.md" });
+  });
+});
+
+describe("withThousands", () => {
+  it("writes a count as toLocaleString(\"en-US\") does", () => {
+    for (const count of [0, 7, 999, 1000, 12345, 500000, 1234567, Number.MAX_SAFE_INTEGER]) expect(withThousands(count)).toBe(count.toLocaleString("en-US"));
+    fc.assert(
+      fc.property(fc.nat(), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (small, large) => {
+        expect(withThousands(small)).toBe(small.toLocaleString("en-US"));
+        expect(withThousands(large)).toBe(large.toLocaleString("en-US"));
+      }),
+    );
   });
 });

@@ -3,7 +3,7 @@
  * agent's prompt past a size worth a second look, and a body past the Agent Skills specification's recommended
  * length. Pure, given the compiled agents and (for the body) a token count.
  */
-import type { Finding } from "./diagnostics.js";
+import { withThousands, type Finding } from "./diagnostics.js";
 
 /**
  * Characters of an agent's prompt past which `prompt-too-long` warns: about 25,000 tokens, an eighth of a
@@ -47,7 +47,7 @@ export function agentContentFindings(agent: AgentView, configFile: string): Find
     findings.push({
       code: "prompt-too-long",
       file: configFile,
-      message: `agent "${agent.id}": the prompt is ${agent.prompt.length.toLocaleString("en-US")} characters, over ${MAX_PROMPT_CHARACTERS.toLocaleString("en-US")} (about a quarter of that in tokens, sent with every request)`,
+      message: `agent "${agent.id}": the prompt is ${withThousands(agent.prompt.length)} characters, over ${withThousands(MAX_PROMPT_CHARACTERS)} (about a quarter of that in tokens, sent with every request)`,
       hint: "Give the agent fewer skills (`available` patterns, `allow`), move inline skills to available, or set a `budget` for its catalogue.",
     });
   }
@@ -57,14 +57,14 @@ export function agentContentFindings(agent: AgentView, configFile: string): Find
 /** `body-too-long`: a body of 500 lines or more, or of 5,000 tokens or more (`tokens`, when counted). */
 export function bodyLengthFinding(file: string, body: string, bodyLine: number, tokens: number | undefined): Finding | undefined {
   const lines = body === "" ? 0 : countLines(body);
-  const over = [lines >= MAX_BODY_LINES ? `${lines} lines` : "", tokens !== undefined && tokens >= MAX_BODY_TOKENS ? `${tokens.toLocaleString("en-US")} tokens` : ""].filter(Boolean);
+  const over = [lines >= MAX_BODY_LINES ? `${lines} lines` : "", tokens !== undefined && tokens >= MAX_BODY_TOKENS ? `${withThousands(tokens)} tokens` : ""].filter(Boolean);
   if (over.length === 0) return undefined;
   return {
     code: "body-too-long",
     file,
     line: bodyLine,
     column: 1,
-    message: `the body is ${over.join(" and ")}; the Agent Skills specification recommends under ${MAX_BODY_LINES} lines and ${MAX_BODY_TOKENS.toLocaleString("en-US")} tokens`,
+    message: `the body is ${over.join(" and ")}; the Agent Skills specification recommends under ${MAX_BODY_LINES} lines and ${withThousands(MAX_BODY_TOKENS)} tokens`,
     hint: "Move detail into references/ files the body links to; agents load them when needed.",
   };
 }

@@ -91,3 +91,12 @@ export function countBySeverity(diagnostics: readonly Diagnostic[]): { errors: n
   for (const d of diagnostics) if (d.severity === "error") errors++;
   return { errors, warnings: diagnostics.length - errors };
 }
+
+/**
+ * A whole number with commas between its thousands (`1,234,567`), as messages write counts: what
+ * `toLocaleString("en-US")` gives, without the locale data its first call loads (~13 ms of a build that reported
+ * a long prompt).
+ */
+export function withThousands(count: number): string {
+  return String(count).replace(/\B(?=(\d{3})+$)/g, ",");
+}

@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Stats } from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { isIgnored, withGitignore, type GitignoreRules } from "./gitignore.js";
-import type { Finding } from "./diagnostics.js";
+import { withThousands, type Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
 
@@ -297,7 +297,7 @@ class RootWalk {
       this.findings.push({
         code: "skill-folder-too-large",
         file: this.display(file),
-        message: `the skill folder ${this.display(place.dir)} holds more than ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} files and folders (counting each path its links lead to); the rest are left out of its file list`,
+        message: `the skill folder ${this.display(place.dir)} holds more than ${withThousands(MAX_SKILL_FOLDER_ENTRIES)} files and folders (counting each path its links lead to); the rest are left out of its file list`,
         hint: "Move large material out of the skill folder, or remove links that lead to the same folders many times over.",
       });
     }

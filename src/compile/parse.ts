@@ -1,5 +1,5 @@
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type YAMLError, type YAMLMap } from "yaml";
-import { MAX_MESSAGE_CHARACTERS, type Finding } from "./diagnostics.js";
+import { MAX_MESSAGE_CHARACTERS, withThousands, type Finding } from "./diagnostics.js";
 import { doubleQuoted, unquotedValue, type UnquotedValue } from "./quote.js";
 
 /** A SKILL.md over 1 MiB is `file-too-large`. */
@@ -824,7 +824,7 @@ function lenientText(lines: readonly string[]): string {
 /** In MiB, or in bytes where rounding would hide that a size is over 1 MiB. */
 function formatBytes(bytes: number): string {
   const mib = (bytes / (1024 * 1024)).toFixed(1);
-  return mib === "1.0" && bytes > 1024 * 1024 ? `${bytes.toLocaleString("en-US")} bytes` : `${mib} MiB`;
+  return mib === "1.0" && bytes > 1024 * 1024 ? `${withThousands(bytes)} bytes` : `${mib} MiB`;
 }
 
 /**
