@@ -11,7 +11,7 @@ import { cp, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { CLI, REPO, tempDir } from "./helpers.js";
+import { CLI, REPO, skillMd, tempDir, writeTree } from "./helpers.js";
 import { internalReferences } from "./internal-references.js";
 
 const run = promisify(execFile);
@@ -114,6 +114,18 @@ describe("the packed package", () => {
     expect(existsSync(resolve(project, "dist/skills", $schema))).toBe(true);
     // The CLI left its code cache beside itself for the next start (see launch.ts).
     expect(await readdir(join(project, "node_modules/skillbake/dist"))).toContain("cli.cjs.cache");
+  });
+
+  it("publishes a skill of several files as an archive, the compressor loaded from the installed package when first needed", async () => {
+    const site = join(project, "site");
+    await writeTree(site, {
+      "skills.config.json": JSON.stringify({ agents: { site: { skills: [{ root: "skills" }], publish: { wellKnown: "public" } } } }),
+      "skills/report/SKILL.md": skillMd("report"),
+      "skills/report/scripts/run.sh": "echo run\n",
+    });
+    await run("npx", ["skills", "build"], { cwd: site, env: NPM_ENV });
+    const listed = await run("tar", ["-tzf", join(site, "public/.well-known/agent-skills/report.tar.gz")]);
+    expect(listed.stdout.trim().split("\n").sort()).toEqual(["SKILL.md", "scripts/run.sh"]);
   });
 
   it.each(Object.keys(TSCONFIGS))("type-checks the config and a server under %s, libraries included", async (name) => {

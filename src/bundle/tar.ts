@@ -1,5 +1,12 @@
-import { gzipSync } from "fflate";
+import { createRequire } from "node:module";
 import { compareStrings } from "../compile/diagnostics.js";
+
+/**
+ * fflate, loaded with the first archive: at load it builds its tables and imports worker_threads, ~3 ms of every
+ * start of the CLI (which bundles it) and ~8 ms of every import of the API, for what only a published skill of
+ * several files needs.
+ */
+let fflate: typeof import("fflate") | undefined;
 
 /** A file to archive: its path inside the archive (relative, `/`-separated, no `.` or `..` segment) and its bytes. */
 export interface ArchivedFile {
@@ -27,7 +34,8 @@ export function tarGz(files: readonly ArchivedFile[]): Uint8Array {
     parts.push(...entry(header(name, prefix, "0", file.bytes.byteLength), file.bytes));
   }
   parts.push(new Uint8Array(2 * BLOCK)); // the end of the archive
-  return gzipSync(concat(parts), { level: 9, mtime: 0 });
+  fflate ??= createRequire(import.meta.url)("fflate") as typeof import("fflate");
+  return fflate.gzipSync(concat(parts), { level: 9, mtime: 0 });
 }
 
 /** A header and its data, padded to whole blocks. */
