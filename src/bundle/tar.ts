@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { compareStrings } from "../compile/diagnostics.js";
 
 /**
- * fflate, loaded with the first archive: at load it builds its tables and imports worker_threads, ~3 ms of every
+ * fflate, loaded with the first archive: at load it builds its tables and imports worker_threads, ~6 ms of every
  * start of the CLI (which bundles it) and ~8 ms of every import of the API, for what only a published skill of
  * several files needs.
  */
