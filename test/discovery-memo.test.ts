@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
+import { mkdir, rename, symlink, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { BuildSession, buildInSession, type BuildResult } from "../src/api.js";
@@ -114,6 +114,27 @@ describe("a watching session's discovery", () => {
       const beta = result.agents[0]!.skills.find((skill) => skill.name === "beta")!;
       expect(beta.files.filter((file) => file.size === Buffer.byteLength(text))).toHaveLength(links + 1);
     }
+  });
+
+  it("a file that grows or shrinks across the skill folder's byte limit: the files kept are the ones a walk keeps", { timeout: 60_000 }, async () => {
+    const { dir, session, rebuild } = await project();
+    // Sparse files: 64 MiB of sizes cost no disk. a.bin comes first in path order, so z.bin is the one left out.
+    const [first, last] = [join(dir, "skills/beta/a.bin"), join(dir, "skills/beta/z.bin")];
+    await writeFile(first, "");
+    await writeFile(last, "");
+    await truncate(first, 40 * 2 ** 20);
+    await truncate(last, 20 * 2 ** 20);
+    await rebuild([first, last]);
+    const files = (result: BuildResult) => result.agents[0]!.skills.find((skill) => skill.name === "beta")!.files.map((file) => file.path);
+    // Past the limit the build fails (the bundle stays as it was), as a build without a session does.
+    await truncate(first, 50 * 2 ** 20);
+    session.noteChanges([first]);
+    const grown = await buildInSession({ cwd: dir }, session);
+    expect(grown.diagnostics).toEqual((await compile(await loadConfig(undefined, dir))).diagnostics);
+    expect(grown.diagnostics.map((diagnostic) => diagnostic.code)).toEqual(["skill-files-too-large"]);
+    expect(files(grown)).not.toContain("z.bin");
+    await truncate(first, 40 * 2 ** 20);
+    expect(files(await rebuild([first]))).toContain("z.bin");
   });
 
   it("a build that took the last listings and threw before it remembered its own: the next one walks, and is right", async () => {

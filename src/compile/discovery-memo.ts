@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import type { ListedFolder } from "./cache.js";
-import { NEVER_WALKED, pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
+import { MAX_SKILL_FOLDER_BYTES, NEVER_WALKED, pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
 import { fileStatsOf, identityKey, type FileStats } from "./resources.js";
 
 /**
@@ -86,6 +86,7 @@ export class DiscoveryMemo {
     const listings = new Map(last);
     for (const [root, skills] of updated) {
       const listing = listings.get(root)!;
+      if ([...skills.values()].some((skill) => mayCrossByteLimit(skill, listing))) return new Map();
       listings.set(root, { ...listing, skills: listing.skills.map((skill, index) => skills.get(index) ?? skill) });
     }
     this.given = { listings, index };
@@ -205,6 +206,17 @@ function indexOf(listings: ReadonlyMap<string, RootListing>): DiscoveryIndex {
     });
   }
   return { files, folders, byIdentity };
+}
+
+/**
+ * Whether the files a walk keeps of `skill` (its identities taken again) may differ from those listed: files past
+ * `MAX_SKILL_FOLDER_BYTES` are left out by their sizes, so a file that grew may push the last ones out, and one that
+ * shrank may let back in those the listing left out (its root's findings say so).
+ */
+function mayCrossByteLimit(skill: DiscoveredSkill, listing: RootListing): boolean {
+  let total = 0n;
+  for (const identity of skill.identities.values()) total += identity.size;
+  return total > BigInt(MAX_SKILL_FOLDER_BYTES) || listing.findings.some((finding) => finding.code === "skill-files-too-large");
 }
 
 /** An entry discovery never looks at: .git, node_modules, or a dot entry that is not a folder (but `.gitignore`, which it reads). */
