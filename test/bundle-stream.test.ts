@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { build, BuildSession, buildInSession, check } from "../src/api.js";
 import { agentRowJson, bundleOf, bundleTexts, filesJson, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
 import { readCacheFile } from "../src/compile/cache-file.js";
@@ -382,6 +382,9 @@ describe("the bundle on disk", () => {
     };
     await buildInSession({ cwd: dir }, session);
     await expectHashes();
+    // Every byte the build feeds any hash (each skill's files, cache keys, the outputs).
+    const update = vi.spyOn(Object.getPrototypeOf(createHash("sha256")) as { update(data: string | Uint8Array): unknown }, "update");
+    const bytesHashed = () => update.mock.calls.reduce((total, [data]) => total + (typeof data === "string" ? Buffer.byteLength(data) : data.byteLength), 0);
     // Edits early, in the middle and last in the module; one that leaves it as long as it was; and none.
     for (const [name, edit] of [["skill-01", "More.\n"], ["skill-06", "More, in the middle.\n"], ["skill-11", "Last.\n"], ["skill-06", "More, in the MIDDLE.\n"], ["", ""]] as const) {
       if (name) {
@@ -390,9 +393,17 @@ describe("the bundle on disk", () => {
         session.noteChanges([file]);
       }
       await session.afterReport();
+      update.mockClear();
       await buildInSession({ cwd: dir }, session);
+      const hashed = bytesHashed();
       await expectHashes();
+      // The last skill edited: each module's hash resumes from its last state before the edit, not from its start.
+      if (name === "skill-11") {
+        const sizes = await Promise.all(["index.js", "agents/main.js", "agents/review.js"].map(async (path) => (await stat(join(out, path))).size));
+        expect(hashed).toBeLessThan(sizes.reduce((total, size) => total + size) / 2);
+      }
     }
+    update.mockRestore();
     expect((await stat(join(out, "index.js"))).size).toBeGreaterThan(2 * 2 ** 20);
   });
 
