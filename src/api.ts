@@ -7,7 +7,7 @@ import { implicitConfig, loadConfig, type LoadedConfig } from "./compile/config.
 import type { StatsTaken } from "./compile/discover.js";
 import { DiscoveryMemo } from "./compile/discovery-memo.js";
 import { SkillMemo } from "./compile/skill-memo.js";
-import { saveSnapshot, unchangedCompilation } from "./compile/snapshot.js";
+import { LastListings, lastBuild, saveSnapshot } from "./compile/snapshot.js";
 import { tokenCounter } from "./compile/tokens.js";
 import { compareStrings, countBySeverity } from "./compile/diagnostics.js";
 import { LINE_MAX, unifiedDiff } from "./review/diff.js";
@@ -127,6 +127,8 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
 export async function buildInSession(options: BuildOptions, session?: BuildSession): Promise<BuildResult> {
   let loaded: LoadedConfig | undefined;
   const statsTaken: StatsTaken = { folders: new Map(), files: new Map() };
+  // A one-off build keeps the listings it went by for the next one (see `lastBuild`).
+  let lastListings = session ? undefined : new LastListings(undefined);
   await session?.afterReport();
   // A watch session's first build starts as any build does; its later ones follow a change, with the cache in memory.
   const first = session ? session.startBuild() : true;
@@ -134,16 +136,17 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     // Nothing read last time changed and the bundle is untouched: the last compilation, without compiling.
     const cwd = options.cwd ?? process.cwd();
     loaded = session ? await session.config(options.config, cwd) : await loadConfig(options.config, cwd);
-    const unchanged = unchangedCompilation(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir), statsTaken);
-    if (unchanged) {
-      const { compilation, folders } = unchanged;
+    const last = lastBuild(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir), statsTaken);
+    if (last && "listings" in last) lastListings = new LastListings(last.listings);
+    else if (last) {
+      const { compilation, folders } = last;
       const names = [...compilation.verified.keys()].map((file) => basename(file));
       const skillFiles = names.filter((name) => name !== ".gitignore"); // .gitignore files are verified too, not skill files
       const cacheStats = { parsed: 0, reused: skillFiles.filter((name) => name === "SKILL.md").length, hashed: 0, unchanged: skillFiles.length, listed: 0, unlisted: folders };
       return { ...withOutcome(compilation, options, cacheStats), outDir: compilation.outDir, written: false, stale: [] };
     }
   }
-  const { result, compilation, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded, statsTaken });
+  const { result, compilation, cache } = await compileCached(options, { readOnly: options.check === true, session, loaded, statsTaken, lastListings });
   try {
     const { outDir } = result;
     if (!result.ok) return { ...result, outDir, written: false, stale: [] };
@@ -151,7 +154,7 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     // fingerprint only tells the next build whether to write it again.
     const fingerprint = () => (cache.saves ? bundleFingerprint(compilation) : "");
     if (!options.check && cache.bundleIsCurrent(outDir, fingerprint, bundleInputsHash(compilation))) {
-      if (!session) saveSnapshot(compilation, cache);
+      if (!session) saveSnapshot(compilation, cache, lastListings?.remembered);
       return { ...result, outDir, written: false, stale: [] };
     }
     // Entries are named for a build cache that keeps where they are, for the next bundle to copy them from this one.
@@ -164,7 +167,7 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     // A published folder is recorded by its own path: the folders above it (the user's) change for other reasons.
     const publishedPaths = published.flatMap((folder) => [folder.dir, ...folder.files.map((file) => join(folder.dir, file.path))].map((path) => relative(outDir, path)));
     cache.recordBundle(outDir, fingerprint, bundleInputsHash(compilation), [...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)], places, publishedPaths);
-    if (!session) saveSnapshot(compilation, cache);
+    if (!session) saveSnapshot(compilation, cache, lastListings?.remembered);
     return { ...result, outDir, written: true, stale: [] };
   } finally {
     if (!options.check) {
@@ -182,21 +185,24 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
  * Loads the config and compiles with the build cache; the caller saves the cache (`cache.save()`) when done.
  * `check` and `build` use it, and so do the bundler plugins, which build in memory. `readOnly`: nothing is written,
  * not even the transpiled-config cache (`check`, `build --check`). `statsTaken`: what a failed snapshot check stat'ed,
- * for discovery to use rather than stat again.
+ * for discovery to use rather than stat again; `lastListings`: the listings a one-off build may go by instead of walking.
  * @internal
  */
 export async function compileCached(
   options: CheckOptions,
-  { readOnly = false, session, loaded: given, statsTaken }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig; statsTaken?: StatsTaken } = {},
+  { readOnly = false, session, loaded: given, statsTaken, lastListings }: { readOnly?: boolean; session?: BuildSession; loaded?: LoadedConfig; statsTaken?: StatsTaken; lastListings?: LastListings } = {},
 ): Promise<{ result: CheckResult; compilation: Compilation; cache: BuildCache }> {
   const cwd = options.cwd ?? process.cwd();
   const { loaded, cache } = session ? await session.next(options.config, cwd, given) : await loadWithCache(options, cwd, readOnly, given);
+  // The listings are kept only with a cache that is (the snapshot they go with is saved beside it).
+  const discovery = session?.discovery ?? (cache.saves ? lastListings : undefined);
   const compilation = await compile(loaded, {
     onProgress: options.onProgress,
     ...(options.outDir ? { outDir: resolve(cwd, options.outDir) } : {}),
     cache,
     statsTaken,
-    ...(session?.discovery ? { discovery: session.discovery, skills: session.skills } : {}),
+    ...(discovery ? { discovery } : {}),
+    ...(session?.discovery ? { skills: session.skills } : {}),
   });
   return { result: withOutcome(compilation, options, { ...cache.stats, ...cache.fileStats, ...cache.folderStats }), compilation, cache };
 }

@@ -7,7 +7,7 @@ import { build } from "../src/api.js";
 import { writeCacheFile } from "../src/compile/cache-file.js";
 import { loadConfig } from "../src/compile/config.js";
 import type { StatsTaken } from "../src/compile/discover.js";
-import { unchangedCompilation } from "../src/compile/snapshot.js";
+import { lastBuild } from "../src/compile/snapshot.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 // What the "nothing changed" shortcut (src/compile/snapshot.ts) checks before it answers with the last build, called
@@ -55,16 +55,17 @@ describe("cache files with a valid header and contents no build writes", () => {
     writeCacheFile(path, format, key, JSON.stringify(payload));
     const stats = taken();
     try {
-      return { answer: unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), stats), stats };
+      return { answer: lastBuild(await loadConfig(undefined, dir), join(dir, "dist/skills"), stats), stats };
     } finally {
       await writeFile(path, original);
     }
   }
 
   it("the files as the build wrote them are used (what the cases below take apart), a link to a file signed by that file", async () => {
-    const answer = unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken());
-    expect(answer?.compilation.agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta"]);
-    expect(answer?.folders).toBe(3);
+    const answer = lastBuild(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken());
+    if (!answer || !("compilation" in answer)) throw new Error("expected the last compilation");
+    expect(answer.compilation.agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta"]);
+    expect(answer.folders).toBe(3);
   });
 
   it("a result file that is missing", async () => {
@@ -72,7 +73,7 @@ describe("cache files with a valid header and contents no build writes", () => {
     const original = readFileSync(result);
     await rm(result);
     try {
-      expect(unchangedCompilation(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken())).toBeUndefined();
+      expect(lastBuild(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken())).toBeUndefined();
     } finally {
       await writeFile(result, original);
     }
@@ -177,5 +178,62 @@ describe("what the shortcut's key tells", () => {
   it("one agent's `context` globs keep nothing, though another agent has none", async () => {
     const dir = projects[2]!;
     expect(existsSync(join(dir, `${CACHE}.inputs.json`))).toBe(false);
+  });
+});
+
+describe("a listings file with contents no build writes (a rebuild after an edit goes by it instead of walking)", () => {
+  let dir: string;
+  const listingsFile = () => join(dir, `${CACHE}.listings.json`);
+  beforeAll(async () => {
+    dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+      "skills/alpha/leak.md": { link: "../../outside/notes.md" },
+      "skills/beta/SKILL.md": skillMd("beta"),
+      "outside/SKILL.md": skillMd("outside"),
+      "outside/notes.md": "notes outside the roots",
+    });
+    await settle();
+    expect((await build({ cwd: dir })).written).toBe(true);
+    // Only a skill's file changed since: what the listings are for.
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Does alpha things, edited. Use when alpha is needed."));
+  }, 20_000);
+
+  /** The check's answer with the listings file's payload changed by `tamper`; the file as the build wrote it after. */
+  async function answerWith(tamper: (listings: { root: string; folders: string[]; skills: Record<string, unknown>[] }[]) => void) {
+    const original = readFileSync(listingsFile());
+    const { format, key, payload } = cacheFile(listingsFile());
+    const listings = structuredClone(payload) as unknown as Parameters<typeof tamper>[0];
+    tamper(listings);
+    writeCacheFile(listingsFile(), format, key, JSON.stringify(listings));
+    try {
+      return lastBuild(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken());
+    } finally {
+      await writeFile(listingsFile(), original);
+    }
+  }
+
+  it("the file as the build wrote it gives the listings, the edited SKILL.md with its stats now", async () => {
+    const answer = await answerWith(() => {});
+    if (!answer || !("listings" in answer)) throw new Error("expected the last listings");
+    const [listing] = [...answer.listings.values()];
+    expect(listing!.skills.map((skill) => [skill.dir, skill.files])).toEqual([["alpha", ["SKILL.md"]], ["beta", ["SKILL.md"]]]);
+    expect(listing!.skills[0]!.identities.get("SKILL.md")!.size).toBe(BigInt(readFileSync(join(dir, "skills/alpha/SKILL.md")).byteLength));
+  });
+
+  it("a skill outside the roots, a file path out of its folder, a link leading out of the roots, a folder no line names: not used", async () => {
+    const outside = join(dir, "outside");
+    const tamperings: ((listings: { root: string; folders: string[]; skills: Record<string, unknown>[] }[]) => void)[] = [
+      (listings) => listings[0]!.skills.push({ dir: "../outside", files: ["SKILL.md"] }),
+      (listings) => (listings[0]!.skills[0]!.files = ["SKILL.md", "../../outside/notes.md"]),
+      (listings) => (listings[0]!.skills[0]!.files = ["SKILL.md", "leak.md"]),
+      (listings) => listings[0]!.folders.push(outside),
+      (listings) => (listings[0]!.root = outside),
+      (listings) => (listings[0]!.skills[0]!.files = "SKILL.md" as unknown as string[]),
+      (listings) => listings[0]!.skills.push({ dir: "alpha/references", files: ["SKILL.md"] }),
+      (listings) => ((listings[0] as unknown as { findings: unknown[] }).findings = [{ code: "no-such-rule", message: "made up" }]),
+    ];
+    for (const tamper of tamperings) expect(await answerWith(tamper)).toBeUndefined();
   });
 });

@@ -2,12 +2,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { build } from "../src/api.js";
+import { build, type BuildResult } from "../src/api.js";
+import { writeCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import type { StatsTaken } from "../src/compile/discover.js";
-import { unchangedCompilation } from "../src/compile/snapshot.js";
+import { lastBuild } from "../src/compile/snapshot.js";
 import { runCli, sameSizeEdit, skillMd, tempDir, writeTree } from "./helpers.js";
 
 // The last build kept for a rebuild where nothing changed (src/compile/snapshot.ts): each test edits what such a
@@ -208,7 +209,7 @@ describe("a rebuild where nothing changed", () => {
     // Alpha's SKILL.md is the first file the check stats after the folders and the .gitignore; beta's SKILL.md and guide come after it.
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
     const taken: StatsTaken = { folders: new Map(), files: new Map() };
-    expect(unchangedCompilation(loaded, outDir, taken)).toBeUndefined();
+    expect(lastBuild(loaded, outDir, taken)).toHaveProperty("listings"); // only a skill's file changed
     expect([...taken.files.keys()].map((file) => file.slice(dir.length + 1)).sort()).toEqual(["skills/beta/SKILL.md", "skills/beta/references/guide.md"]);
     // After those stats: beta edited (same size).
     await writeFile(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs BETA checks."));
@@ -225,13 +226,43 @@ describe("a rebuild where nothing changed", () => {
     const dir = settled[12]!;
     const loaded = await loadConfig(undefined, dir);
     const taken: StatsTaken = { folders: new Map(), files: new Map() };
-    expect(unchangedCompilation(loaded, join(dir, "dist/skills"), taken)).toBeDefined();
+    expect(lastBuild(loaded, join(dir, "dist/skills"), taken)).toBeDefined();
     expect([taken.folders.size, taken.files.size]).toEqual([0, 0]);
     // The guide is the last file the check stats: every folder and file was stat'ed before it.
     await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
-    expect(unchangedCompilation(loaded, join(dir, "dist/skills"), taken)).toBeUndefined();
+    expect(lastBuild(loaded, join(dir, "dist/skills"), taken)).toHaveProperty("listings");
     expect([taken.folders.size, taken.files.size]).toEqual([0, 0]);
   });
+});
+
+describe("a rebuild after a skill's files were edited", () => {
+  it("goes by the last build's listings instead of walking while only skill files' contents changed; walks once a folder changed", async () => {
+    const dir = await project();
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    // A finding planted in the listings file shows whether a build went by it: a walk finds what is there.
+    const file = join(dir, `${CACHE}.listings.json`);
+    const [header, payload] = readFileSync(file, "utf8").split("\n") as [string, string];
+    const { format, key } = JSON.parse(header) as { format: number; key: string };
+    const listings = JSON.parse(payload) as { findings: object[] }[];
+    listings[0]!.findings.push({ code: "name-mismatch", file: "skills/planted", message: "planted in the listings file" });
+    writeCacheFile(file, format, key, JSON.stringify(listings));
+    const planted = (result: BuildResult) => result.diagnostics.some((diagnostic) => diagnostic.message === "planted in the listings file");
+
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
+    const edited = await run(dir);
+    expect([edited.written, planted(edited)]).toEqual([true, true]);
+    expect(manifest(dir)).toContain("Drafts alpha reports, edited.");
+    expect(edited.agents[0]!.skills.find((skill) => skill.name === "beta")!.files.find((guide) => guide.path === "references/guide.md")!.size).toBe(16);
+
+    // That build kept the listings it went by (the planted finding with them) for the next edit's build.
+    await writeFile(join(dir, "skills/beta/SKILL.md"), skillMd("beta", "Runs beta checks, edited."));
+    expect(planted(await run(dir))).toBe(true);
+    await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") });
+    const walked = await run(dir);
+    expect([planted(walked), skillNames(dir)]).toEqual([false, ["alpha", "beta", "gamma"]]);
+  }, 15_000);
 });
 
 describe("a rebuild where nothing changed, right after a folder changed", () => {

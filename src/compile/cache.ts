@@ -221,11 +221,17 @@ export class BuildCache {
     return entries;
   }
 
-  /** Keeps the records of folders this build did not list, their listings taken from memory (see `DiscoveryMemo`). */
+  /**
+   * Keeps the records of folders this build did not list, their listings taken from an earlier build (see
+   * `ListingSource`). One without a record (listed too recently to sign) cannot be vouched for by the inputs.
+   */
   keepFolders(displayPaths: Iterable<string>): void {
     for (const path of displayPaths) {
       const record = this.previous.folders[path];
-      if (!record) continue;
+      if (!record) {
+        this.complete = false;
+        continue;
+      }
       this.folderStats.unlisted++;
       this.next.folders[path] = record;
     }
@@ -521,7 +527,7 @@ function isSkillRecord(value: SkillRecord): boolean {
     typeof value.hash === "string" &&
     typeof value.folder === "string" &&
     Array.isArray(value.findings) &&
-    value.findings.every((finding) => typeof finding?.message === "string" && Object.hasOwn(RULES, finding.code)) &&
+    value.findings.every(isFindingRecord) &&
     (content === undefined ||
       (typeof content.name === "string" &&
         typeof content.description === "string" &&
@@ -530,6 +536,11 @@ function isSkillRecord(value: SkillRecord): boolean {
         isObject(content.fields) &&
         isObject(content.extra)))
   );
+}
+
+/** A finding as a cache file holds one: a rule's code, a message, and where (the fields a report reads). */
+export function isFindingRecord(finding: unknown): finding is Finding {
+  return isObject(finding) && typeof finding.message === "string" && typeof finding.code === "string" && Object.hasOwn(RULES, finding.code) && (finding.file === undefined || typeof finding.file === "string");
 }
 
 /** A JSON object (not an array): what a record read from a cache file must be before its members are used. */

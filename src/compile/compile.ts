@@ -4,7 +4,6 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import picomatch from "picomatch";
 import { agentBudget, BUDGET_VARIABLE, ConfigError, type LoadedConfig } from "./config.js";
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
-import type { DiscoveryMemo } from "./discovery-memo.js";
 import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
@@ -98,6 +97,17 @@ export interface Compilation {
   verified: ReadonlyMap<string, FileIdentity>;
 }
 
+/**
+ * Where discovery may find the roots' listings without walking (a watching session's `DiscoveryMemo`, a one-off
+ * build's `LastListings`): listings by root key, whose identities are the files' stats now. A root it has none
+ * for is walked.
+ */
+export interface ListingSource {
+  takeListings(): ReadonlyMap<string, RootListing>;
+  /** The listings the build went by (taken or walked), and the folders it listed. */
+  remember(listings: ReadonlyMap<string, RootListing>, listed: ReadonlyMap<string, ListedFolder>): void;
+}
+
 export interface CompileOptions {
   /** Called as SKILL.md files are read and checked, so a front end can show progress on long runs. */
   onProgress?: (progress: { done: number; total: number }) => void;
@@ -107,8 +117,8 @@ export interface CompileOptions {
   outDir?: string;
   /** @internal Stats taken earlier in this build (`StatsTaken`), used by discovery in place of taking them again. */
   statsTaken?: StatsTaken;
-  /** @internal A watching session's last discovery, used in place of walking again where only file contents changed. */
-  discovery?: DiscoveryMemo;
+  /** @internal An earlier build's listings, used in place of walking again where only file contents changed; told the listings this build went by. */
+  discovery?: ListingSource;
   /** @internal A watching session's last compilation's skills, taken again where nothing they were made from changed. */
   skills?: SkillMemo;
   /** @internal For tests: runs between discovery and the first read, so a file can be swapped there deterministically. */

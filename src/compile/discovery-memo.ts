@@ -1,6 +1,7 @@
 import { lstatSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import type { ListedFolder } from "./cache.js";
+import type { ListingSource } from "./compile.js";
 import { MAX_SKILL_FOLDER_BYTES, NEVER_WALKED, pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
 import { fileStatsOf, identityKey, type FileStats } from "./resources.js";
 
@@ -16,7 +17,7 @@ import { fileStatsOf, identityKey, type FileStats } from "./resources.js";
  * file discovery went by changed since without an event (a watch set up after the change, events an overflowing
  * queue dropped), and builds again if one did: a change missed is built a moment late, never left out.
  */
-export class DiscoveryMemo {
+export class DiscoveryMemo implements ListingSource {
   /** The last build's listings, by root. */
   private listings = new Map<string, RootListing>();
   /** Each folder the listings list: its entries, and its stats taken just before it was listed. */

@@ -1,15 +1,16 @@
 import { createHash } from "node:crypto";
 import { lstatSync, realpathSync, rmSync, statSync, type BigIntStats } from "node:fs";
-import { basename, join, resolve, sep } from "node:path";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
-import { BuildCache, contentSignature, isCurrentBundle, isSettledBefore, linkTarget, listingOf, signatureOf, trustedBeforeNow, type BundleRecord } from "./cache.js";
-import { restoreBodies, type Compilation } from "./compile.js";
+import { BuildCache, contentSignature, isCurrentBundle, isFindingRecord, isObject, isSettledBefore, linkTarget, listingOf, signatureOf, trustedBeforeNow, type BundleRecord } from "./cache.js";
+import { restoreBodies, type Compilation, type ListingSource } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
-import { isPlainRelative, pathIn, type StatsTaken } from "./discover.js";
+import type { Finding } from "./diagnostics.js";
+import { isPlainRelative, MAX_SKILL_FOLDER_BYTES, pathIn, type DiscoveredSkill, type EnclosedSkillFile, type RootListing, type StatsTaken } from "./discover.js";
 import { fileStatsOf, hashFile, identityKey, type FileStats } from "./resources.js";
 
 /** Bumped when either file's layout changes. */
-const FORMAT = 2;
+const FORMAT = 3;
 
 /**
  * The last build, for a rebuild where nothing changed: `<config>.inputs.json` holds what it read (each folder's and
@@ -27,14 +28,19 @@ interface InputsFile {
 
 type StoredCompilation = Pick<Compilation, "agents" | "skillsChecked" | "diagnostics" | "inputs">;
 
+/** What is still good of the last build: its compilation when nothing it read changed, or its listings when only skill files' contents did. */
+export type LastBuild = { compilation: Compilation; folders: number } | { listings: ReadonlyMap<string, RootListing> };
+
 /**
- * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched;
- * undefined otherwise, with what it stat'ed past the first change in `taken` (for the walk that follows). Each body
- * is read on first use, from the SKILL.md just stat'ed (see `restoreBodies`). A folder or file the last build found
- * too recently changed to sign is compared by its contents; once settled, it is signed in the inputs file instead,
- * so that the next rebuild stats it rather than reading it again.
+ * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched.
+ * Where only files of skills changed (an edit: every folder, link and .gitignore as it was), the roots' listings
+ * the last build walked to, for this build to go by instead of walking (see `storedListings`). Undefined otherwise.
+ * What it stat'ed past the first change goes to `taken` (for the walk that may follow). Each body is read on first
+ * use, from the SKILL.md just stat'ed (see `restoreBodies`). A folder or file the last build found too recently
+ * changed to sign is compared by its contents; once settled, it is signed in the inputs file instead, so that the
+ * next rebuild stats it rather than reading it again.
  */
-export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken: StatsTaken): { compilation: Compilation; folders: number } | undefined {
+export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTaken): LastBuild | undefined {
   const roots = rootsNow(loaded);
   const key = snapshotKey(loaded, outDir, roots);
   if (key === undefined) return undefined;
@@ -44,6 +50,7 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
   const verified = new Map<string, FileStats>();
   const comparing: ContentComparison = { trustedBefore: trustedBeforeNow(), folders: roots.flatMap((root) => (root?.startsWith("d") ? [root.slice(1)] : [])), contents: new Map() };
   const lines = index.inputs.split("\n");
+  const changes: InputChanges = { files: new Map(), structural: false };
   let folders = 0;
   let signed = false;
   // Past the first change, the folders and files are still stat'ed, and their stats kept: the walk that follows
@@ -56,7 +63,10 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
     // Most lines name a path below the config folder, joined without `resolve`'s normalizing (thousands a build).
     const absolute = isPlainRelative(path) ? pathIn(loaded.dir, path) : resolve(loaded.dir, path);
     if (kind === "l") {
-      if (same && linkTarget(absolute) !== signature) same = false;
+      if (linkTarget(absolute) !== signature) {
+        same = false;
+        changes.structural = true;
+      }
       continue;
     }
     // Folders were signed through links (as listed); files as found, a link to a file by the file it leads to.
@@ -65,22 +75,205 @@ export function unchangedCompilation(loaded: LoadedConfig, outDir: string, taken
     const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
     if (!same) {
       if (stats) (isFolder ? taken.folders : taken.files).set(absolute, stats);
+      if (!changes.structural) noteChange(kind!, absolute, stats, signature, changes);
       continue;
     }
     const verdict = stats && verifiedLine(kind!, path, absolute, stats, signature, verified, comparing);
-    if (verdict === undefined) same = false;
-    else {
+    if (verdict === undefined) {
+      same = false;
+      noteChange(kind!, absolute, stats, signature, changes);
+    } else {
       if (isFolder) folders++;
       if (verdict !== true) [lines[at], signed] = [verdict, true];
     }
   }
-  if (!same || !isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
+  if (!same) {
+    if (changes.structural) return undefined;
+    // Every folder, link and .gitignore is as it was: the last walk's listings hold, if they are the last build's.
+    const changed = new Set([...changes.files].flatMap(([path, state]) => (state.same ? [] : [path])));
+    const input = { folders: signedFolders(lines, loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
+    const listings = storedListings(readCacheFile(files.listings, FORMAT, `${key}:${index.bundle.fingerprint}`), loaded, input, comparing.folders);
+    return listings && { listings };
+  }
+  if (!isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
   const stored = readCacheFile(files.result, FORMAT, `${key}:${index.bundle.fingerprint}`) as StoredCompilation | undefined;
   if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
   const agents = restoreBodies(stored.agents, verified);
   if (!agents) return undefined;
   if (signed) writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs: lines.join("\n"), bundle: index.bundle } satisfies InputsFile));
   return { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders };
+}
+
+/**
+ * The lines from the first change on: each file with its stats now and whether it is as it was (a file compared by
+ * contents is not compared there: it is only known to be a file now), and whether anything but a file changed.
+ */
+interface InputChanges {
+  files: Map<string, FileState>;
+  structural: boolean;
+}
+
+/** A file an inputs line names: its stats now, and whether they are as the line signs them. */
+interface FileState {
+  stats: FileStats;
+  same: boolean;
+}
+
+/** Notes the line of the first change, or one after it: a folder that changed, a link, or anything gone, is a structural change. */
+function noteChange(kind: string, absolute: string, stats: BigIntStats | undefined, signature: string, changes: InputChanges): void {
+  if (kind === "d" && stats?.isDirectory() && signatureOf(stats) === signature) return;
+  if ((kind === "f" || kind === "h") && stats?.isFile()) changes.files.set(absolute, { stats: fileStatsOf(stats), same: kind === "f" && signatureOf(stats) === signature });
+  else changes.structural = true;
+}
+
+/**
+ * The folders the inputs file signs by their stats (`d` lines): each is one this machine's last build listed, as
+ * only it could sign it. One compared by its entries (`D`, listed too recently to sign) is not: any file may say
+ * what a folder inside a root holds.
+ */
+function signedFolders(lines: readonly string[], configDir: string): Set<string> {
+  const folders = new Set<string>();
+  for (const line of lines) {
+    if (line[0] !== "d") continue;
+    const path = line.slice(2, line.indexOf("\t", 2));
+    folders.add(isPlainRelative(path) ? pathIn(configDir, path) : resolve(configDir, path));
+  }
+  return folders;
+}
+
+/**
+ * A root's listing as the listings file holds it: a skill's identities are its files' stats now, taken by the check.
+ * Paths below the root are kept relative to it (`storedPath`), a skill by its folder (its SKILL.md is that
+ * folder's), with its real path where that is another.
+ */
+interface StoredListing {
+  key: string;
+  root: string;
+  skills: { dir: string; files: string[]; realFile?: string; hidden?: true }[];
+  enclosed: EnclosedSkillFile[];
+  findings: Finding[];
+  folders: string[];
+  ignoreFiles: string[];
+  unusable?: RootListing["unusable"];
+}
+
+/**
+ * The listings the last build walked to (the listings file, `stored`), each skill's files identified by their stats
+ * now, when they are what a walk would find: every folder they list is one the inputs file signs (each as it was:
+ * the check found no folder changed), each file that changed a skill's and inside a root, no .gitignore changed,
+ * and no skill's files crossing the limit of their total size. Undefined otherwise, or where the file is not what
+ * a build writes: it is as untrusted as any file a pull request commits, and may name any path.
+ */
+function storedListings(stored: unknown, loaded: LoadedConfig, input: ChecksInputs, rootFolders: readonly string[]): Map<string, RootListing> | undefined {
+  if (!Array.isArray(stored)) return undefined;
+  const unclaimed = new Set(input.changed);
+  const roots = new Set(Object.values(loaded.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, loaded.dir))));
+  const listings = new Map<string, RootListing>();
+  for (const entry of stored as StoredListing[]) {
+    if (!isObject(entry) || !roots.has(entry.root) || (entry.key !== `flat:${entry.root}` && entry.key !== `nested:${entry.root}`)) return undefined;
+    const { root } = entry;
+    if (!isStringArray(entry.folders) || !isStringArray(entry.ignoreFiles) || !Array.isArray(entry.skills)) return undefined;
+    if (!Array.isArray(entry.findings) || !entry.findings.every(isFindingRecord) || !Array.isArray(entry.enclosed) || !entry.enclosed.every(isEnclosedRecord)) return undefined;
+    const folders = entry.folders.map((folder) => absolutePath(root, folder));
+    if (!folders.every((folder) => input.folders.has(folder))) return undefined;
+    const ignoreFiles = new Map<string, FileStats>();
+    for (const file of entry.ignoreFiles.map((path) => absolutePath(root, path))) {
+      const state = input.file(file);
+      if (!state?.same) return undefined;
+      ignoreFiles.set(file, state.stats);
+    }
+    const skills: DiscoveredSkill[] = [];
+    for (const skill of entry.skills) {
+      if (!isObject(skill) || typeof skill.dir !== "string" || (skill.dir !== "" && !isPlainRelative(skill.dir)) || !isStringArray(skill.files) || (skill.realFile !== undefined && typeof skill.realFile !== "string")) return undefined;
+      const file = skillFileOf(root, skill.dir);
+      const identities = identitiesNow(file, skill.files, input, rootFolders);
+      if (!identities || !withinByteLimitStill(identities, entry.findings)) return undefined;
+      for (const path of skill.files) unclaimed.delete(pathIn(dirname(file), path));
+      skills.push({ file, dir: skill.dir, realFile: skill.realFile ?? file, files: skill.files, identities, ...(skill.hidden === true ? { hidden: true as const } : {}) });
+    }
+    listings.set(entry.key, { root, skills, enclosed: entry.enclosed, findings: entry.findings, folders, ignoreFiles, ...(isObject(entry.unusable) ? { unusable: entry.unusable } : {}) });
+  }
+  // A file that changed and is no skill's is not one these listings describe.
+  return unclaimed.size === 0 ? listings : undefined;
+}
+
+/** What a check found of the inputs file's paths: the folders it signs, each file's state now, and the files that changed. */
+interface ChecksInputs {
+  folders: ReadonlySet<string>;
+  file: (path: string) => FileState | undefined;
+  changed: ReadonlySet<string>;
+}
+
+/**
+ * The stats now of each of a skill's files (`files`, relative to its SKILL.md's folder), each in a folder the inputs
+ * file signs: a file its line signs as it was is the one the last build read there; one that changed since, or
+ * that the last build did not read (a skill no agent built), must lie inside a root. Undefined where one does not.
+ */
+function identitiesNow(skillFile: string, files: readonly string[], input: ChecksInputs, rootFolders: readonly string[]): Map<string, FileStats> | undefined {
+  const folder = dirname(skillFile);
+  const identities = new Map<string, FileStats>();
+  for (const path of files) {
+    if (!isPlainRelative(path)) return undefined;
+    const absolute = pathIn(folder, path);
+    if (!input.folders.has(dirname(absolute))) return undefined;
+    const state = input.file(absolute) ?? unreadFile(absolute);
+    if (!state || (!state.same && !isInsideRoots(absolute, rootFolders))) return undefined;
+    identities.set(path, state.stats);
+  }
+  return identities.has("SKILL.md") ? identities : undefined;
+}
+
+/** A file no line names, as discovery would identify it: a file, or a link to one (through it). */
+function unreadFile(absolute: string): FileState | undefined {
+  const found = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+  const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
+  return stats?.isFile() ? { stats: fileStatsOf(stats), same: false } : undefined;
+}
+
+/** Whether a walk keeps the same files: within `MAX_SKILL_FOLDER_BYTES` by their sizes now, and none left out before. */
+function withinByteLimitStill(identities: ReadonlyMap<string, FileStats>, findings: readonly Finding[]): boolean {
+  let total = 0n;
+  for (const identity of identities.values()) total += identity.size;
+  return total <= BigInt(MAX_SKILL_FOLDER_BYTES) && !findings.some((finding) => finding.code === "skill-files-too-large");
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+function isEnclosedRecord(value: unknown): value is EnclosedSkillFile {
+  return isObject(value) && typeof value.file === "string" && typeof value.dir === "string" && typeof value.realFile === "string" && typeof value.within === "string" && typeof value.hidden === "boolean";
+}
+
+/** The listings a build went by, as `storedListings` reads them; undefined where a skill is not named as its folder gives (none is). */
+function listingsToStore(listings: ReadonlyMap<string, RootListing>): StoredListing[] | undefined {
+  if ([...listings.values()].some((listing) => listing.skills.some((skill) => skill.file !== skillFileOf(listing.root, skill.dir)))) return undefined;
+  return [...listings].map(([key, listing]) => {
+    const { root } = listing;
+    const skills = listing.skills.map((skill) => {
+      const realFile = skill.realFile === skill.file ? {} : { realFile: skill.realFile };
+      return { dir: skill.dir, files: skill.files, ...realFile, ...(skill.hidden ? { hidden: true as const } : {}) };
+    });
+    const stored = (path: string) => storedPath(root, path);
+    return { key, root, skills, enclosed: listing.enclosed, findings: listing.findings, folders: listing.folders.map(stored), ignoreFiles: [...listing.ignoreFiles.keys()].map(stored), ...(listing.unusable ? { unusable: listing.unusable } : {}) };
+  });
+}
+
+/** `path` relative to `root` where it lies below it (`/`-separated), as it is elsewhere ("" for the root itself). */
+function storedPath(root: string, path: string): string {
+  if (path === root) return "";
+  const below = root.endsWith(sep) ? root : root + sep;
+  return path.startsWith(below) ? path.slice(below.length).split(sep).join("/") : path;
+}
+
+/** The absolute path `storedPath` stored. */
+function absolutePath(root: string, stored: string): string {
+  return stored === "" ? root : isPlainRelative(stored) ? pathIn(root, stored) : stored;
+}
+
+/** The SKILL.md of the skill folder `dir` (relative to `root`, "" for the root itself), as discovery names it. */
+function skillFileOf(root: string, dir: string): string {
+  return pathIn(dir === "" ? root : pathIn(root, dir), "SKILL.md");
 }
 
 /**
@@ -129,16 +322,20 @@ function verifiedLine(kind: string, path: string, absolute: string, stats: BigIn
 function contentsOf<T extends string | ReturnType<typeof hashFile>>(absolute: string, stats: BigIntStats, comparing: ContentComparison, read: (path: string, stats: BigIntStats) => T | undefined): T | undefined {
   const identity = identityKey(stats);
   if (comparing.contents.has(identity)) return comparing.contents.get(identity) as T | undefined;
-  let real: string | undefined;
+  const contents = isInsideRoots(absolute, comparing.folders) ? read(absolute, stats) : undefined;
+  comparing.contents.set(identity, contents);
+  return contents;
+}
+
+/** Whether the real path of `absolute` lies inside one of `rootFolders` (real paths). */
+function isInsideRoots(absolute: string, rootFolders: readonly string[]): boolean {
+  let real: string;
   try {
     real = realpathSync.native(absolute);
   } catch {
-    real = undefined;
+    return false;
   }
-  const inside = real !== undefined && comparing.folders.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
-  const contents = inside ? read(absolute, stats) : undefined;
-  comparing.contents.set(identity, contents);
-  return contents;
+  return rootFolders.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
 }
 
 /** `hashFile` of the file discovery would find at `path` (`stats`), or undefined where it is another file now or cannot be read. */
@@ -155,7 +352,7 @@ function hashedOrUndefined(path: string, stats: BigIntStats): ReturnType<typeof 
  * (`unchangedInputs`) and describes the bundle now in the outDir; else removes the last build's, which no longer
  * describes it.
  */
-export function saveSnapshot(compilation: Compilation, cache: BuildCache): void {
+export function saveSnapshot(compilation: Compilation, cache: BuildCache, listings: ReadonlyMap<string, RootListing> | undefined): void {
   const { config: loaded, outDir } = compilation;
   const files = snapshotFiles(loaded);
   const key = cache.saves ? snapshotKey(loaded, outDir, rootsNow(loaded)) : undefined;
@@ -166,16 +363,37 @@ export function saveSnapshot(compilation: Compilation, cache: BuildCache): void 
     return;
   }
   const stored: StoredCompilation = { agents: compilation.agents, skillsChecked: compilation.skillsChecked, diagnostics: compilation.diagnostics, inputs: compilation.inputs };
-  // The result first: an inputs file is never read with another build's result (the key names the fingerprint).
+  // The result and listings first: an inputs file is never read with another build's (their key names the fingerprint).
   writeCacheFile(files.result, FORMAT, `${key}:${bundle.fingerprint}`, JSON.stringify(stored));
+  const kept = listings && listingsToStore(listings);
+  if (kept) writeCacheFile(files.listings, FORMAT, `${key}:${bundle.fingerprint}`, JSON.stringify(kept));
+  else rmSync(files.listings, { force: true });
   // Where its files hold each skill is the build cache's business: this file only tells that the bundle is untouched.
   const { outDir: bundleDir, fingerprint, paths } = bundle;
   writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs, bundle: { outDir: bundleDir, fingerprint, paths } } satisfies InputsFile));
 }
 
-function snapshotFiles(loaded: LoadedConfig): { inputs: string; result: string } {
+function snapshotFiles(loaded: LoadedConfig): { inputs: string; result: string; listings: string } {
   const base = join(loaded.dir, "node_modules", ".cache", "skillbake", basename(loaded.file));
-  return { inputs: `${base}.inputs.json`, result: `${base}.result.json` };
+  return { inputs: `${base}.inputs.json`, result: `${base}.result.json`, listings: `${base}.listings.json` };
+}
+
+/**
+ * The listings a one-off build goes by (see `lastBuild`): the last build's where only skill files' contents changed,
+ * none where the roots are walked; and the listings the build went by, kept for `saveSnapshot`.
+ */
+export class LastListings implements ListingSource {
+  remembered: ReadonlyMap<string, RootListing> | undefined;
+
+  constructor(private readonly last: ReadonlyMap<string, RootListing> | undefined) {}
+
+  takeListings(): ReadonlyMap<string, RootListing> {
+    return this.last ?? new Map();
+  }
+
+  remember(listings: ReadonlyMap<string, RootListing>): void {
+    this.remembered = listings;
+  }
 }
 
 /**
