@@ -104,7 +104,9 @@ export interface Compilation {
  */
 export interface ListingSource {
   takeListings(): ReadonlyMap<string, RootListing>;
-  /** The listings the build went by (taken or walked), and the folders it listed. */
+  /** Whether `remember` is given the folders the build listed, each with its entries and stats (a watching session checks them for changes it missed). */
+  readonly remembersFolders: boolean;
+  /** The listings the build went by (taken or walked), and the folders it listed (none unless `remembersFolders`). */
   remember(listings: ReadonlyMap<string, RootListing>, listed: ReadonlyMap<string, ListedFolder>): void;
 }
 
@@ -197,7 +199,7 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     memo.endBuild();
   }
   const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((agentContext) => agentContext.files.map(({ file }) => join(configDir, file))) };
-  options.discovery?.remember(listings, listed!);
+  options.discovery?.remember(listings, listed ?? new Map());
   return { config: loaded, outDir: context.outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
 }
 
@@ -241,7 +243,7 @@ function discoverSkills(context: CompileContext) {
   const { loaded, options, outDir, display, findings } = context;
   const listings = new Map<string, RootListing>();
   const taken = options.statsTaken;
-  const listed = options.discovery && new Map<string, ListedFolder>();
+  const listed = options.discovery?.remembersFolders ? new Map<string, ListedFolder>() : undefined;
   const list = options.cache && ((dir: string) => options.cache!.listFolder(dir, display(dir), takeStats(taken?.folders, dir), listed));
   const remembered = options.discovery?.takeListings();
   const discover = (root: string, nested: boolean) => {

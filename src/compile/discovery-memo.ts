@@ -18,6 +18,7 @@ import { fileStatsOf, identityKey, type FileStats } from "./resources.js";
  * queue dropped), and builds again if one did: a change missed is built a moment late, never left out.
  */
 export class DiscoveryMemo implements ListingSource {
+  readonly remembersFolders = true;
   /** The last build's listings, by root. */
   private listings = new Map<string, RootListing>();
   /** Each folder the listings list: its entries, and its stats taken just before it was listed. */

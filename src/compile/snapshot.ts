@@ -383,6 +383,7 @@ function snapshotFiles(loaded: LoadedConfig): { inputs: string; result: string; 
  * none where the roots are walked; and the listings the build went by, kept for `saveSnapshot`.
  */
 export class LastListings implements ListingSource {
+  readonly remembersFolders = false;
   remembered: ReadonlyMap<string, RootListing> | undefined;
 
   constructor(private readonly last: ReadonlyMap<string, RootListing> | undefined) {}
