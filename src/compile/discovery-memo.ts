@@ -88,7 +88,7 @@ export class DiscoveryMemo implements ListingSource {
     const listings = new Map(last);
     for (const [root, skills] of updated) {
       const listing = listings.get(root)!;
-      if ([...skills.values()].some((skill) => mayCrossByteLimit(skill, listing))) return new Map();
+      if (listing.findings.some((finding) => finding.code === "skill-files-too-large") || [...skills.values()].some(isPastByteLimit)) return new Map();
       listings.set(root, { ...listing, skills: listing.skills.map((skill, index) => skills.get(index) ?? skill) });
     }
     this.given = { listings, index };
@@ -211,14 +211,14 @@ function indexOf(listings: ReadonlyMap<string, RootListing>): DiscoveryIndex {
 }
 
 /**
- * Whether the files a walk keeps of `skill` (its identities taken again) may differ from those listed: files past
- * `MAX_SKILL_FOLDER_BYTES` are left out by their sizes, so a file that grew may push the last ones out, and one that
- * shrank may let back in those the listing left out (its root's findings say so).
+ * Whether `skill`'s files (its identities taken again) total more than `MAX_SKILL_FOLDER_BYTES`: a walk leaves the
+ * last ones out by their sizes. (Where the listing left some out, a file that shrank may let them back in: its
+ * root's findings say so, and that root is walked too.)
  */
-function mayCrossByteLimit(skill: DiscoveredSkill, listing: RootListing): boolean {
+function isPastByteLimit(skill: DiscoveredSkill): boolean {
   let total = 0n;
   for (const identity of skill.identities.values()) total += identity.size;
-  return total > BigInt(MAX_SKILL_FOLDER_BYTES) || listing.findings.some((finding) => finding.code === "skill-files-too-large");
+  return total > BigInt(MAX_SKILL_FOLDER_BYTES);
 }
 
 /** An entry discovery never looks at: .git, node_modules, or a dot entry that is not a folder (but `.gitignore`, which it reads). */

@@ -182,12 +182,14 @@ function storedListings(stored: unknown, loaded: LoadedConfig, input: ChecksInpu
       if (!state?.same) return undefined;
       ignoreFiles.set(file, state.stats);
     }
+    // A root that left a skill's files out by their sizes may keep others now: walked again.
+    if (entry.findings.some((finding) => finding.code === "skill-files-too-large")) return undefined;
     const skills: DiscoveredSkill[] = [];
     for (const skill of entry.skills) {
       if (!isObject(skill) || typeof skill.dir !== "string" || (skill.dir !== "" && !isPlainRelative(skill.dir)) || !isStringArray(skill.files) || (skill.realFile !== undefined && typeof skill.realFile !== "string")) return undefined;
       const file = skillFileOf(root, skill.dir);
       const identities = identitiesNow(file, skill.files, input, rootFolders);
-      if (!identities || !withinByteLimitStill(identities, entry.findings)) return undefined;
+      if (!identities || !withinByteLimit(identities)) return undefined;
       for (const path of skill.files) unclaimed.delete(pathIn(dirname(file), path));
       skills.push({ file, dir: skill.dir, realFile: skill.realFile ?? file, files: skill.files, identities, ...(skill.hidden === true ? { hidden: true as const } : {}) });
     }
@@ -230,11 +232,11 @@ function unreadFile(absolute: string): FileState | undefined {
   return stats?.isFile() ? { stats: fileStatsOf(stats), same: false } : undefined;
 }
 
-/** Whether a walk keeps the same files: within `MAX_SKILL_FOLDER_BYTES` by their sizes now, and none left out before. */
-function withinByteLimitStill(identities: ReadonlyMap<string, FileStats>, findings: readonly Finding[]): boolean {
+/** Whether a skill's files total at most `MAX_SKILL_FOLDER_BYTES` by their sizes now: a walk keeps them all. */
+function withinByteLimit(identities: ReadonlyMap<string, FileStats>): boolean {
   let total = 0n;
   for (const identity of identities.values()) total += identity.size;
-  return total <= BigInt(MAX_SKILL_FOLDER_BYTES) && !findings.some((finding) => finding.code === "skill-files-too-large");
+  return total <= BigInt(MAX_SKILL_FOLDER_BYTES);
 }
 
 function isStringArray(value: unknown): value is string[] {
