@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, symlink, truncate, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
@@ -263,6 +263,22 @@ describe("a rebuild after a skill's files were edited", () => {
     const walked = await run(dir);
     expect([planted(walked), skillNames(dir)]).toEqual([false, ["alpha", "beta", "gamma"]]);
   }, 15_000);
+});
+
+describe("a rebuild after a skill's file grew past the skill folder's byte limit", () => {
+  it("walks, and leaves out the files a walk leaves out (the listings kept them all)", async () => {
+    const dir = await project();
+    // A sparse file: its size costs no disk.
+    const padding = join(dir, "skills/beta/padding.bin");
+    await writeFile(padding, "");
+    await truncate(padding, 60 * 2 ** 20);
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    await truncate(padding, 70 * 2 ** 20);
+    const grown = await run(dir);
+    expect(grown.diagnostics.map((diagnostic) => diagnostic.code)).toEqual(["skill-files-too-large"]);
+    expect(grown.agents[0]!.skills.find((skill) => skill.name === "beta")!.files.map((file) => file.path)).not.toContain("padding.bin");
+  }, 20_000);
 });
 
 describe("a rebuild where nothing changed, right after a folder changed", () => {
