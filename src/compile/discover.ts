@@ -106,6 +106,24 @@ export interface RootListing {
   unusable?: { code: "root-missing" | "root-not-folder"; reason: string };
 }
 
+/** Whether files of these sizes total more than `MAX_SKILL_FOLDER_BYTES`: a walk leaves the last of them out. */
+export function isPastByteLimit(identities: ReadonlyMap<string, FileStats>): boolean {
+  let total = 0n;
+  for (const identity of identities.values()) total += identity.size;
+  return total > BigInt(MAX_SKILL_FOLDER_BYTES);
+}
+
+/** Whether the walk of `listing` left files of a skill out by their sizes: one that shrank since may let them back in. */
+export function leftFilesOutBySize(listing: Pick<RootListing, "findings">): boolean {
+  return listing.findings.some((finding) => finding.code === "skill-files-too-large");
+}
+
+/** A file's stats as discovery identifies it, taken again: the file's, or, for a link, those of what it leads to. */
+export function statsThroughLink(path: string): BigIntStats | undefined {
+  const found = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+  return found?.isSymbolicLink() ? statSync(path, { bigint: true, throwIfNoEntry: false }) : found;
+}
+
 /**
  * The first of `paths` (in path order) whose sizes in `files` stay within `MAX_SKILL_FOLDER_BYTES`, SKILL.md
  * counted first and always kept; the rest are taken out of `files`, so that nothing reads them.

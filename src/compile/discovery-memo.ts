@@ -2,7 +2,7 @@ import { lstatSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, sep } from "node:path";
 import type { ListedFolder } from "./cache.js";
 import type { ListingSource } from "./compile.js";
-import { MAX_SKILL_FOLDER_BYTES, NEVER_WALKED, pathIn, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
+import { isPastByteLimit, leftFilesOutBySize, NEVER_WALKED, pathIn, statsThroughLink, type DiscoveredSkill, type FolderEntry, type RootListing } from "./discover.js";
 import { fileStatsOf, identityKey, type FileStats } from "./resources.js";
 
 /**
@@ -88,7 +88,7 @@ export class DiscoveryMemo implements ListingSource {
     const listings = new Map(last);
     for (const [root, skills] of updated) {
       const listing = listings.get(root)!;
-      if (listing.findings.some((finding) => finding.code === "skill-files-too-large") || [...skills.values()].some(isPastByteLimit)) return new Map();
+      if (leftFilesOutBySize(listing) || [...skills.values()].some((skill) => isPastByteLimit(skill.identities))) return new Map();
       listings.set(root, { ...listing, skills: listing.skills.map((skill, index) => skills.get(index) ?? skill) });
     }
     this.given = { listings, index };
@@ -169,9 +169,8 @@ export class DiscoveryMemo implements ListingSource {
         const folder = dirname(skill.file);
         for (const [path, before] of skill.identities) {
           const file = pathIn(folder, path);
-          const now = lstatSync(file, { bigint: true, throwIfNoEntry: false });
           // A file reached through a link has its target's identity: followed, as discovery followed it.
-          const target = now?.isSymbolicLink() ? statSync(file, { bigint: true, throwIfNoEntry: false }) : now;
+          const target = statsThroughLink(file);
           if (!target || !isSame(before, target)) changed.push(file);
         }
       }
@@ -208,17 +207,6 @@ function indexOf(listings: ReadonlyMap<string, RootListing>): DiscoveryIndex {
     });
   }
   return { files, folders, byIdentity };
-}
-
-/**
- * Whether `skill`'s files (its identities taken again) total more than `MAX_SKILL_FOLDER_BYTES`: a walk leaves the
- * last ones out by their sizes. (Where the listing left some out, a file that shrank may let them back in: its
- * root's findings say so, and that root is walked too.)
- */
-function isPastByteLimit(skill: DiscoveredSkill): boolean {
-  let total = 0n;
-  for (const identity of skill.identities.values()) total += identity.size;
-  return total > BigInt(MAX_SKILL_FOLDER_BYTES);
 }
 
 /** An entry discovery never looks at: .git, node_modules, or a dot entry that is not a folder (but `.gitignore`, which it reads). */

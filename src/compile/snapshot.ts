@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
-import { lstatSync, realpathSync, rmSync, statSync, type BigIntStats } from "node:fs";
+import { realpathSync, rmSync, statSync, type BigIntStats } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import { BuildCache, contentSignature, isCurrentBundle, isFindingRecord, isObject, isSettledBefore, linkTarget, listingOf, signatureOf, trustedBeforeNow, type BundleRecord } from "./cache.js";
 import { restoreBodies, type Compilation, type ListingSource } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
 import type { Finding } from "./diagnostics.js";
-import { isPlainRelative, MAX_SKILL_FOLDER_BYTES, pathIn, type DiscoveredSkill, type EnclosedSkillFile, type RootListing, type StatsTaken } from "./discover.js";
+import { isPastByteLimit, isPlainRelative, leftFilesOutBySize, pathIn, statsThroughLink, type DiscoveredSkill, type EnclosedSkillFile, type RootListing, type StatsTaken } from "./discover.js";
 import { fileStatsOf, hashFile, identityKey, type FileStats } from "./resources.js";
 
 /** Bumped when either file's layout changes. */
@@ -71,8 +71,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
     }
     // Folders were signed through links (as listed); files as found, a link to a file by the file it leads to.
     const isFolder = kind === "d" || kind === "D";
-    const found = isFolder ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-    const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
+    const stats = isFolder ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : statsThroughLink(absolute);
     if (!same) {
       if (stats) (isFolder ? taken.folders : taken.files).set(absolute, stats);
       if (!changes.structural) noteChange(kind!, absolute, stats, signature, changes);
@@ -183,13 +182,13 @@ function storedListings(stored: unknown, loaded: LoadedConfig, input: ChecksInpu
       ignoreFiles.set(file, state.stats);
     }
     // A root that left a skill's files out by their sizes may keep others now: walked again.
-    if (entry.findings.some((finding) => finding.code === "skill-files-too-large")) return undefined;
+    if (leftFilesOutBySize(entry)) return undefined;
     const skills: DiscoveredSkill[] = [];
     for (const skill of entry.skills) {
       if (!isObject(skill) || typeof skill.dir !== "string" || (skill.dir !== "" && !isPlainRelative(skill.dir)) || !isStringArray(skill.files) || (skill.realFile !== undefined && typeof skill.realFile !== "string")) return undefined;
       const file = skillFileOf(root, skill.dir);
       const identities = identitiesNow(file, skill.files, input, rootFolders);
-      if (!identities || !withinByteLimit(identities)) return undefined;
+      if (!identities || isPastByteLimit(identities)) return undefined;
       for (const path of skill.files) unclaimed.delete(pathIn(dirname(file), path));
       skills.push({ file, dir: skill.dir, realFile: skill.realFile ?? file, files: skill.files, identities, ...(skill.hidden === true ? { hidden: true as const } : {}) });
     }
@@ -227,16 +226,8 @@ function identitiesNow(skillFile: string, files: readonly string[], input: Check
 
 /** A file no line names, as discovery would identify it: a file, or a link to one (through it). */
 function unreadFile(absolute: string): FileState | undefined {
-  const found = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-  const stats = found?.isSymbolicLink() ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : found;
+  const stats = statsThroughLink(absolute);
   return stats?.isFile() ? { stats: fileStatsOf(stats), same: false } : undefined;
-}
-
-/** Whether a skill's files total at most `MAX_SKILL_FOLDER_BYTES` by their sizes now: a walk keeps them all. */
-function withinByteLimit(identities: ReadonlyMap<string, FileStats>): boolean {
-  let total = 0n;
-  for (const identity of identities.values()) total += identity.size;
-  return total <= BigInt(MAX_SKILL_FOLDER_BYTES);
 }
 
 function isStringArray(value: unknown): value is string[] {
