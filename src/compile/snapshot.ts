@@ -9,17 +9,18 @@ import type { Finding } from "./diagnostics.js";
 import { isPastByteLimit, isPlainRelative, leftFilesOutBySize, pathIn, statsThroughLink, type DiscoveredSkill, type EnclosedSkillFile, type RootListing, type StatsTaken } from "./discover.js";
 import { fileStatsOf, hashFile, identityKey, type FileStats } from "./resources.js";
 
-/** Bumped when either file's layout changes. */
+/** Bumped when any of the files' layout changes. */
 const FORMAT = 3;
 
 /**
  * The last build, for a rebuild where nothing changed: `<config>.inputs.json` holds what it read (each folder's and
  * file's signature, or its contents where it changed too recently to sign: see `BuildCache.unchangedInputs`) and
- * the bundle it wrote; `<config>.result.json` its
- * compilation, less the bodies. When every signature is the same, the bundle untouched and the config the same plain
+ * the bundle it wrote; `<config>.result.json` its compilation, less the bodies; `<config>.listings.json` what its
+ * walk found in each root. When every signature is the same, the bundle untouched and the config the same plain
  * data, the compilation is the last one: a rebuild stats what was read instead of walking, reading, parsing,
- * selecting and rendering again. Only for configs that are plain data (no format function, no `frontmatter` schema:
- * what code does cannot be compared) and without `context` globs (which can match new files anywhere).
+ * selecting and rendering again. When only files of skills changed, the listings are: a rebuild goes by them
+ * instead of walking. Only for configs that are plain data (no format function, no `frontmatter` schema: what code
+ * does cannot be compared) and without `context` globs (which can match new files anywhere).
  */
 interface InputsFile {
   inputs: string;
