@@ -118,7 +118,10 @@ export function leftFilesOutBySize(listing: Pick<RootListing, "findings">): bool
   return listing.findings.some((finding) => finding.code === "skill-files-too-large");
 }
 
-/** A file's stats as discovery identifies it, taken again: the file's, or, for a link, those of what it leads to. */
+/**
+ * A file's stats as discovery identifies it, taken again: the file's, or, for a link, those of what it leads to.
+ * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
+ */
 export function statsThroughLink(path: string): BigIntStats | undefined {
   const found = lstatSync(path, { bigint: true, throwIfNoEntry: false });
   return found?.isSymbolicLink() ? statSync(path, { bigint: true, throwIfNoEntry: false }) : found;
