@@ -235,19 +235,24 @@ describe("a rebuild where nothing changed", () => {
   });
 });
 
+/** Plants a finding in the listings file: a build that goes by the file reports it, one that walks does not (`planted`). */
+function plantFinding(dir: string): void {
+  const file = join(dir, `${CACHE}.listings.json`);
+  const [header, payload] = readFileSync(file, "utf8").split("\n") as [string, string];
+  const { format, key } = JSON.parse(header) as { format: number; key: string };
+  const listings = JSON.parse(payload) as { findings: object[] }[];
+  listings[0]!.findings.push({ code: "name-mismatch", file: "skills/planted", message: "planted in the listings file" });
+  writeCacheFile(file, format, key, JSON.stringify(listings));
+}
+
+const planted = (result: BuildResult) => result.diagnostics.some((diagnostic) => diagnostic.message === "planted in the listings file");
+
 describe("a rebuild after a skill's files were edited", () => {
   it("goes by the last build's listings instead of walking while only skill files' contents changed; walks once a folder changed", async () => {
     const dir = await project();
     await settle();
     expect((await run(dir)).written).toBe(true);
-    // A finding planted in the listings file shows whether a build went by it: a walk finds what is there.
-    const file = join(dir, `${CACHE}.listings.json`);
-    const [header, payload] = readFileSync(file, "utf8").split("\n") as [string, string];
-    const { format, key } = JSON.parse(header) as { format: number; key: string };
-    const listings = JSON.parse(payload) as { findings: object[] }[];
-    listings[0]!.findings.push({ code: "name-mismatch", file: "skills/planted", message: "planted in the listings file" });
-    writeCacheFile(file, format, key, JSON.stringify(listings));
-    const planted = (result: BuildResult) => result.diagnostics.some((diagnostic) => diagnostic.message === "planted in the listings file");
+    plantFinding(dir);
 
     await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
     await writeFile(join(dir, "skills/beta/references/guide.md"), "# Guide, edited\n");
@@ -262,6 +267,22 @@ describe("a rebuild after a skill's files were edited", () => {
     await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma") });
     const walked = await run(dir);
     expect([planted(walked), skillNames(dir)]).toEqual([false, ["alpha", "beta", "gamma"]]);
+  }, 15_000);
+
+  it("does not go by listings whose folders the last build compared by their entries (listed too recently to sign), settled since", async () => {
+    const dir = await project();
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    // A skill added and built at once: its folder and the root's are compared by their entries.
+    await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("gamma", "Runs gamma checks.") });
+    expect((await run(dir)).written).toBe(true);
+    expect(inputLines(dir)).toEqual(expect.arrayContaining(["D\tskills", "D\tskills/gamma"]));
+    plantFinding(dir);
+    await settle();
+    await writeFile(join(dir, "skills/alpha/SKILL.md"), skillMd("alpha", "Drafts alpha reports, edited."));
+    const edited = await run(dir);
+    expect([edited.written, planted(edited)]).toEqual([true, false]);
+    expect(manifest(dir)).toContain("Drafts alpha reports, edited.");
   }, 15_000);
 });
 

@@ -91,7 +91,8 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
     if (changes.structural) return undefined;
     // Every folder, link and .gitignore is as it was: the last walk's listings hold, if they are the last build's.
     const changed = new Set([...changes.files].flatMap(([path, state]) => (state.same ? [] : [path])));
-    const input = { folders: signedFolders(lines, loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
+    // The lines as the last build wrote them: a `D` line the check found settled was signed in `lines` since.
+    const input = { folders: signedFolders(index.inputs.split("\n"), loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
     const listings = storedListings(readCacheFile(files.listings, FORMAT, `${key}:${index.bundle.fingerprint}`), loaded, input, comparing.folders);
     return listings && { listings };
   }
