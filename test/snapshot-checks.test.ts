@@ -222,7 +222,7 @@ describe("a listings file with contents no build writes (a rebuild after an edit
     expect(listing!.skills[0]!.identities.get("SKILL.md")!.size).toBe(BigInt(readFileSync(join(dir, "skills/alpha/SKILL.md")).byteLength));
   });
 
-  it("a skill outside the roots, a file path out of its folder, a link leading out of the roots, a folder no line names: not used", async () => {
+  it("a skill outside the roots, a file path out of its folder, a link leading out of the roots, a folder no line signs, fields no build writes: not used", async () => {
     const outside = join(dir, "outside");
     const tamperings: ((listings: { root: string; folders: string[]; skills: Record<string, unknown>[] }[]) => void)[] = [
       (listings) => listings[0]!.skills.push({ dir: "../outside", files: ["SKILL.md"] }),
@@ -233,6 +233,7 @@ describe("a listings file with contents no build writes (a rebuild after an edit
       (listings) => (listings[0]!.skills[0]!.files = "SKILL.md" as unknown as string[]),
       (listings) => listings[0]!.skills.push({ dir: "alpha/references", files: ["SKILL.md"] }),
       (listings) => ((listings[0] as unknown as { findings: unknown[] }).findings = [{ code: "no-such-rule", message: "made up" }]),
+      (listings) => ((listings[0] as unknown as { unusable: unknown }).unusable = { code: "no-such-rule", reason: "made up" }),
     ];
     for (const tamper of tamperings) expect(await answerWith(tamper)).toBeUndefined();
   });

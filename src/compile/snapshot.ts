@@ -194,7 +194,8 @@ function storedListings(stored: unknown, loaded: LoadedConfig, input: ChecksInpu
       for (const path of skill.files) unclaimed.delete(pathIn(dirname(file), path));
       skills.push({ file, dir: skill.dir, realFile: skill.realFile ?? file, files: skill.files, identities, ...(skill.hidden === true ? { hidden: true as const } : {}) });
     }
-    listings.set(entry.key, { root, skills, enclosed: entry.enclosed, findings: entry.findings, folders, ignoreFiles, ...(isObject(entry.unusable) ? { unusable: entry.unusable } : {}) });
+    if (entry.unusable !== undefined && !isUnusableRecord(entry.unusable)) return undefined;
+    listings.set(entry.key, { root, skills, enclosed: entry.enclosed, findings: entry.findings, folders, ignoreFiles, ...(entry.unusable ? { unusable: entry.unusable } : {}) });
   }
   // A file that changed and is no skill's is not one these listings describe.
   return unclaimed.size === 0 ? listings : undefined;
@@ -234,6 +235,10 @@ function unreadFile(absolute: string): FileState | undefined {
 
 function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+function isUnusableRecord(value: unknown): value is RootListing["unusable"] {
+  return isObject(value) && (value.code === "root-missing" || value.code === "root-not-folder") && typeof value.reason === "string";
 }
 
 function isEnclosedRecord(value: unknown): value is EnclosedSkillFile {
