@@ -1,3 +1,4 @@
+import { manifestSchema as manifestSchemaOnce } from "./bundle/manifest.js";
 export { build, check, type BuildOptions, type BuildResult, type CheckOptions, type CheckResult, type StaleFile } from "./api.js";
 export { ConfigError, defineConfig, loadConfig, type LoadedConfig, type SkillsConfig } from "./compile/config.js";
 /** The zod the compiler validates with, for the config's `frontmatter` schema: no matching zod to install. */
@@ -11,5 +12,7 @@ export type { RuleCode, Severity } from "./compile/rules.js";
 export type { FrontmatterSchema } from "./compile/custom-fields.js";
 export { OutputError } from "./bundle/emit.js";
 export { FileSystemError } from "./compile/fs-error.js";
-export { manifestSchema, type Manifest } from "./bundle/manifest.js";
 export type { FormatContext, FormatFunction, FormatSkill } from "./compile/render.js";
+export type { Manifest } from "./bundle/manifest.js";
+/** The zod schema of a bundle's manifest.json, to read one with (`manifestSchema.parse(JSON.parse(text))`). */
+export const manifestSchema = manifestSchemaOnce();

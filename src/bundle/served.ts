@@ -19,7 +19,7 @@ export class BundleError extends Error {
  * checked against its schema before any field of it is used.
  */
 export function servedModule(outDir: string, agent: string): { source: Buffer; served: readonly string[] } {
-  const manifest = manifestSchema.safeParse(parseJson(readBundleFile(outDir, "manifest.json")));
+  const manifest = manifestSchema().safeParse(parseJson(readBundleFile(outDir, "manifest.json")));
   if (!manifest.success) {
     const [issue] = manifest.error.issues;
     throw new BundleError(`${join(outDir, "manifest.json")} is not a manifest this version of skillbake reads${issue ? ` (${escapeInvisible(issue.path.join(".") || issue.message)})` : ""}; run \`skills build\` again`);

@@ -7,6 +7,7 @@ import { recordedFileReader } from "./module.js";
 import { stableJson } from "./parts.js";
 import { tarGz } from "./tar.js";
 import { GENERATOR } from "./manifest.js";
+import { once } from "../compile/once.js";
 
 /** The Agent Skills discovery index's version this writes (`$schema`, which clients match to read an index). */
 export const DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
@@ -64,9 +65,4 @@ function artifactOf(skill: AgentSkill, read: ReturnType<typeof recordedFileReade
     return { skill, type: "skill-md", file: { path: `${skill.name}/SKILL.md`, bytes: once(() => read(skill, skill.files[0]!)) } };
   }
   return { skill, type: "archive", file: { path: `${skill.name}.tar.gz`, bytes: once(() => tarGz(skill.files.map((file) => ({ path: file.path, bytes: read(skill, file) })))) } };
-}
-
-function once<T>(make: () => T): () => T {
-  let made: { value: T } | undefined;
-  return () => (made ??= { value: make() }).value;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { once } from "./once.js";
 
 /**
  * The frontmatter model: the single source of the known fields' types. Validation,
@@ -57,30 +58,32 @@ export function agentWithoutFork(fields: { context?: unknown; agent?: unknown })
  * other tools. It rejects exactly what the compiler reports from the frontmatter mapping alone: `name-missing`,
  * `name-type`, `name-invalid`, `name-too-long`, `description-missing`, `description-type`,
  * `description-too-long` and `field-invalid`, whatever their severity. `null` (`field:` with no value) is
- * "not set". Unknown fields are allowed: they pass through under `extra`.
+ * "not set". Unknown fields are allowed: they pass through under `extra`. Built at its first use: no build needs it.
  */
-export const frontmatterSchema = z
-  .looseObject({
-    name: z.string().max(MAX_NAME_LENGTH).regex(NAME_PATTERN).describe("Lowercase letters, digits and single hyphens; the skill folder's name."),
-    description: z
-      .string()
-      .regex(/\S/)
-      .max(MAX_DESCRIPTION_LENGTH)
-      .describe("What the skill does and when to use it: agents choose skills by it."),
-    ...(Object.fromEntries(Object.entries(optionalFields).map(([key, schema]) => [key, schema.nullable().optional().describe(schema.description!)])) as {
-      [K in keyof typeof optionalFields]: z.ZodOptional<z.ZodNullable<(typeof optionalFields)[K]>>;
+const frontmatterSchema = once(() =>
+  z
+    .looseObject({
+      name: z.string().max(MAX_NAME_LENGTH).regex(NAME_PATTERN).describe("Lowercase letters, digits and single hyphens; the skill folder's name."),
+      description: z
+        .string()
+        .regex(/\S/)
+        .max(MAX_DESCRIPTION_LENGTH)
+        .describe("What the skill does and when to use it: agents choose skills by it."),
+      ...(Object.fromEntries(Object.entries(optionalFields).map(([key, schema]) => [key, schema.nullable().optional().describe(schema.description!)])) as {
+        [K in keyof typeof optionalFields]: z.ZodOptional<z.ZodNullable<(typeof optionalFields)[K]>>;
+      }),
+    })
+    .meta({
+      title: "SKILL.md frontmatter",
+      // agentWithoutFork, for JSON Schema: unless `context` is `fork`, `agent` is absent, null or the default.
+      if: { not: { properties: { context: { const: "fork" } }, required: ["context"] } },
+      then: { properties: { agent: { enum: [null, FIELD_DEFAULTS.agent] } } },
     }),
-  })
-  .meta({
-    title: "SKILL.md frontmatter",
-    // agentWithoutFork, for JSON Schema: unless `context` is `fork`, `agent` is absent, null or the default.
-    if: { not: { properties: { context: { const: "fork" } }, required: ["context"] } },
-    then: { properties: { agent: { enum: [null, FIELD_DEFAULTS.agent] } } },
-  });
+);
 
 /** JSON Schema (draft-07, which yaml-language-server and most editors read) of the frontmatter. */
 export function frontmatterJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(frontmatterSchema, { io: "input", target: "draft-7" }) as Record<string, unknown>;
+  return z.toJSONSchema(frontmatterSchema(), { io: "input", target: "draft-7" }) as Record<string, unknown>;
 }
 
 export type OptionalFieldName = keyof typeof optionalFields;

@@ -69,7 +69,7 @@ export function parseManifest(value: unknown, label: string): ReviewManifest {
   const ids = isRecord(value) && isRecord(value.agents) ? Object.keys(value.agents) : [];
   const badId = ids.find((id) => !AGENT_ID_PATTERN.test(id) || id.length > AGENT_ID_MAX_LENGTH);
   if (badId !== undefined) throw new ManifestError(`${label}: agents.${badId}: not an agent id (lowercase letters, digits and hyphens, starting with a letter, at most ${AGENT_ID_MAX_LENGTH} characters)`);
-  const parsed = manifestSchema.safeParse(value);
+  const parsed = manifestSchema().safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const path = fieldPath(issue.path);
