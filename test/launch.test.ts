@@ -137,6 +137,41 @@ describe("the launcher (dist/cli.js) and its code cache", () => {
     expect(readFileSync(cache).includes("not a code cache")).toBe(false);
   });
 
+  it("runs esbuild (which transpiles a TypeScript config) from a cache of its own beside the CLI, made and checked as the CLI's", async () => {
+    const { dir, launcher } = await copiedCli();
+    // Installed as a package's dependencies are: esbuild resolves from the CLI's folder.
+    symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
+    const cache = join(dir, "esbuild.cjs.cache");
+    const esbuildMain = join(REPO, "node_modules/esbuild/lib/main.js");
+    const project = await tempDir();
+    await writeTree(project, {
+      "skills.config.ts": 'import { defineConfig } from "skillbake";\nconst root: string = "skills";\nexport default defineConfig({ agents: { main: { skills: [{ root }] } } });\n',
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+    });
+    // Each build transpiles the config again: its transpiled copy is gone.
+    const buildAfresh = async () => {
+      rmSync(join(project, "node_modules"), { recursive: true, force: true });
+      rmSync(join(project, "dist"), { recursive: true, force: true });
+      await run(launcher, ["build"], { cwd: project });
+      expect(readFileSync(join(project, "dist/skills/prompts/main.txt"), "utf8")).toContain("<name>alpha</name>");
+    };
+    await buildAfresh();
+    const bytes = readFileSync(cache);
+    expect(bytes.subarray(0, 32).equals(keyOf(readFileSync(esbuildMain, "utf8")))).toBe(true);
+    const written = statSync(cache).ino;
+    await buildAfresh();
+    expect(statSync(cache).ino).toBe(written);
+
+    const damaged = Buffer.from(bytes);
+    for (let index = 64 + (damaged.length >> 1); index < 64 + (damaged.length >> 1) + 64; index++) damaged[index]! ^= 0xff;
+    writeFileSync(cache, damaged);
+    await buildAfresh();
+    expect(readFileSync(cache).equals(damaged)).toBe(false);
+    chmodSync(cache, 0o666);
+    await buildAfresh();
+    expect(statSync(cache).mode & 0o777).toBe(0o644);
+  });
+
   it.skipIf(UNPRIVILEGED === undefined)("in a folder it cannot write, starts as well and writes nothing", async () => {
     const { dir, launcher, cache } = await copiedCli();
     chmodSync(dir, 0o755);

@@ -414,7 +414,7 @@ async function transpileTypeScript(file: string, cwd: string, readOnly: boolean)
  * from ESM first scans its 100 KB for export names (cjs-module-lexer), a quarter of the cost of loading it.
  */
 function loadEsbuild(): typeof import("esbuild") {
-  return createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
+  return (typeof __skillbakeRequire === "function" ? __skillbakeRequire("esbuild") : createRequire(import.meta.url)("esbuild")) as typeof import("esbuild");
 }
 
 /** The config's code as Node runs it, so that a failure can be pointed at the config's own line. */
@@ -489,6 +489,8 @@ export const CONFIG_LOAD_TIMEOUT_MS = 10_000;
 
 /** In the CLI, the launcher's `import()`: the CLI runs as a script, which has no module loader (see cli/launch.ts). */
 declare const __skillbakeImport: ((url: string) => Promise<unknown>) | undefined;
+/** In the CLI, the launcher's `require`, which runs a package from V8's code cache (see cli/launch.ts). */
+declare const __skillbakeRequire: ((id: string) => unknown) | undefined;
 
 /** Imports a module by URL, from the CLI (a script) as from the library. */
 export function importModule(url: string): Promise<unknown> {
