@@ -35,6 +35,8 @@ const { values } = parseArgs({
 const sizes = values.sizes.split(",").map(Number);
 const devSize = Number(values.dev);
 const runs = Number(values.runs);
+/** The start-up cases (`node -e 0` and a 3-skill build) run this many times `runs`. */
+const STARTUP_RUNS_FACTOR = 4;
 /** The real catalogues' rows are filed under this size label. */
 const REAL = "real";
 /** Rebuilds a watch row times in one watcher (its RSS is over all of them), and edits a dev server row makes. */
@@ -112,7 +114,7 @@ const piDir = findPi();
 const work = mkdtempSync(join(tmpdir(), "skillbake-bench-"));
 const rows = [];
 try {
-  console.log(`skillbake bench · node ${process.version} · ${cpus().length} cpus · ${runs} runs · median of each`);
+  console.log(`skillbake bench · node ${process.version} · ${cpus().length} cpus · ${runs} runs (start-up cases ${runs * STARTUP_RUNS_FACTOR}) · median of each`);
   console.log(piDir ? `pi ${PI_VERSION}: ${piDir}` : `pi: not found, Pi rows skipped (run \`npx -y -p ${PI_PACKAGE}@${PI_VERSION} -c 'npm run bench'\`, or set SKILLBAKE_BENCH_PI)`);
 
   // The whole-process floor of any CLI: Node starting and exiting; against it, `skills build` of 3 skills.
@@ -120,7 +122,9 @@ try {
   // A first run has no caches at all; a build after editing a skill (what a developer runs again and again) has
   // the transpiled config but no build cache or bundle: each is built cold.
   const startup = { "node -e 0": [], "skills build, 3 skills": [], "… first run, no caches": [] };
-  for (let round = 0; round < runs; round++) {
+  // Four times the runs: each takes a tenth of a second, and its targets are a few milliseconds wide, which the
+  // median of five moves by from one bench run to the next (a 3-skill build of the same code: 85 ms, then 89).
+  for (let round = 0; round < runs * STARTUP_RUNS_FACTOR; round++) {
     startup["node -e 0"].push(measure(["-e", "0"]));
     rmSync(small.cache, { recursive: true, force: true });
     rmSync(small.outDir, { recursive: true, force: true });
