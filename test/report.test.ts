@@ -75,7 +75,7 @@ describe("pretty diagnostics", () => {
     });
     const at = (file: string): Diagnostic => ({ code: "yaml-invalid", severity: "error", message: "m", file, line: 2, column: 1 });
     const verified = new Map(["bom/SKILL.md", "latin1/SKILL.md"].map((file) => [join(dir, file), statSync(join(dir, file), { bigint: true })]));
-    const sources = await readSourceLines([at("bom/SKILL.md"), at("latin1/SKILL.md"), at("missing/SKILL.md")], dir, verified);
+    const sources = readSourceLines([at("bom/SKILL.md"), at("latin1/SKILL.md"), at("missing/SKILL.md")], dir, verified);
     expect(sources.get("bom/SKILL.md")).toEqual(["---", "name: x", "---", ""]);
     expect([...sources.keys()]).toEqual(["bom/SKILL.md"]);
   });

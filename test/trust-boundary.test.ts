@@ -192,7 +192,7 @@ describe("a file swapped between discovery and reading is not used (path-changed
     if (errors.length === 0) await writeBundle(result.outDir, bundleOf(result), stagedCopies(result), loaded);
     const written = existsSync(result.outDir) ? (await readdir(result.outDir, { recursive: true })).map((path) => join(result.outDir, path)) : [];
     const bundleText = (await Promise.all(written.map((path) => readFile(path, "utf8").catch(() => "")))).join("\n");
-    const pretty = formatPretty(result.diagnostics, styleFor({ isTTY: false }, {}), await readSourceLines(result.diagnostics, dir, result.verified));
+    const pretty = formatPretty(result.diagnostics, styleFor({ isTTY: false }, {}), readSourceLines(result.diagnostics, dir, result.verified));
     return { result, bundleText, shown: `${pretty}\n${result.agents.map((agent) => agent.prompt).join("\n")}` };
   }
 

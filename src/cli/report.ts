@@ -1,5 +1,3 @@
-import { constants } from "node:fs";
-import { open } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { compareStrings, type Diagnostic } from "../compile/diagnostics.js";
 import { RULE_CODES, RULES, rulePage } from "../compile/rules.js";
@@ -7,7 +5,8 @@ import { PACKAGE_VERSION } from "../compile/version.js";
 import { docsLink, REPOSITORY_URL } from "../compile/links.js";
 import { escapeInvisible, escapeMarkdown, escapeWorkflowCommands, type Style } from "../compile/terminal.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
-import { isSameFile, type FileIdentity } from "../compile/resources.js";
+import { type FileIdentity } from "../compile/resources.js";
+import { readSkillBytes } from "../compile/discover.js";
 
 export type OutputFormat = "pretty" | "json" | "github" | "sarif";
 
@@ -75,35 +74,25 @@ function codeFrame(sourceLine: string, line: number, column: number, style: Styl
  * verified inside its root (`verified`, by absolute path) is read: one swapped since for a link out of the root
  * gets no code frame, nor does one that is unreadable, over the size limit or not UTF-8.
  */
-export async function readSourceLines(diagnostics: readonly Diagnostic[], dir: string, verified: ReadonlyMap<string, FileIdentity>): Promise<SourceLines> {
+export function readSourceLines(diagnostics: readonly Diagnostic[], dir: string, verified: ReadonlyMap<string, FileIdentity>): SourceLines {
   const files = new Set(diagnostics.filter((diagnostic) => diagnostic.file && diagnostic.line).map((diagnostic) => diagnostic.file!));
   const sources = new Map<string, string[]>();
-  const readVerified = async (path: string): Promise<Buffer | undefined> => {
+  // One after another, synchronously, as discovery reads: a promise round trip through the thread pool for each
+  // open, stat, read and close cost more than the reads (7 ms of CPU against 2 for the 73 files that a report on
+  // the real catalogues of the bench shows lines of).
+  for (const file of files) {
+    const path = join(dir, file);
     const identity = verified.get(path);
-    const file = identity && (await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined));
-    if (!file) return undefined;
+    const read = identity && readSkillBytes(path, identity);
+    if (!read || !("bytes" in read) || read.bytes.byteLength > MAX_SKILL_FILE_BYTES) continue;
+    let text: string;
     try {
-      const stats = await file.stat({ bigint: true });
-      return stats.isFile() && isSameFile(stats, identity) && stats.size <= MAX_SKILL_FILE_BYTES ? await file.readFile() : undefined;
+      text = new TextDecoder("utf-8", { fatal: true }).decode(read.bytes);
     } catch {
-      return undefined;
-    } finally {
-      await file.close();
+      continue;
     }
-  };
-  await Promise.all(
-    [...files].map(async (file) => {
-      const bytes = await readVerified(join(dir, file));
-      if (!bytes || bytes.byteLength > MAX_SKILL_FILE_BYTES) return;
-      let text: string;
-      try {
-        text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-      } catch {
-        return;
-      }
-      sources.set(file, text.split(/\r\n|\r|\n/));
-    }),
-  );
+    sources.set(file, text.split(/\r\n|\r|\n/));
+  }
   return sources;
 }
 

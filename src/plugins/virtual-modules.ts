@@ -138,7 +138,7 @@ export class VirtualSkills {
       files: [...result.config.inputs, ...result.inputs.files, ...skillFiles(result)],
       folders: [...result.inputs.folders, ...result.agents.flatMap((agent) => agent.skills.map((skill) => skill.sourceDir))],
     };
-    const sources = await readSourceLines(result.diagnostics, result.config.dir, result.verified);
+    const sources = readSourceLines(result.diagnostics, result.config.dir, result.verified);
     // A bundler prints these to a CI log as they are: no line of skill text may act as a workflow command there.
     const report = escapeWorkflowCommands(formatPretty(result.diagnostics, PLAIN, sources));
     if (result.errors > 0) return { failure: { report, errors: errorsOf(result.diagnostics, result.config.dir, sources) }, warnings: "", changed: [], watch: this.watch };

@@ -191,7 +191,7 @@ async function report(
   } else {
     // In watch mode, after its first build: what is new since the last build, and how much stays as it was.
     const { shown, unchanged, gone } = since ? changedDiagnostics(since, result.diagnostics) : { shown: result.diagnostics, unchanged: 0, gone: 0 };
-    const report = formatPretty(shown, style, await readSourceLines(shown, result.config.dir, result.verified));
+    const report = formatPretty(shown, style, readSourceLines(shown, result.config.dir, result.verified));
     const perCode = shown.length > COUNTS_PER_CODE_AFTER ? `\n\n${formatCodeCounts(shown, style)}` : "";
     const asBefore = unchanged + gone === 0 ? "" : `${style.dim(`${unchanged} ${unchanged === 1 ? "diagnostic" : "diagnostics"} as before${gone === 0 ? "" : `, ${gone} gone`}.`)}\n`;
     const summary = `${asBefore}${summaryLine(command, result, limits, io.cwd, style)}`;
