@@ -37,7 +37,8 @@ function requireCached(id: string): unknown {
   const module = { exports: {} };
   requiredModules.set(id, module);
   try {
-    cachedScript(main, join(folder, `${id}.cjs.cache`)).runInThisContext()(module.exports, createRequire(main), module, main, dirname(main));
+    // Called as Node calls a CommonJS module: `this` is its exports.
+    cachedScript(main, join(folder, `${id}.cjs.cache`)).runInThisContext().call(module.exports, module.exports, createRequire(main), module, main, dirname(main));
   } catch (error) {
     requiredModules.delete(id);
     throw error;
