@@ -496,7 +496,7 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     const changes: [string, Partial<ReviewAgent>, (diff: AgentDiff) => unknown, unknown][] = [
       ["the prompt", { promptHash: "q" }, (diff) => diff.prompt.changed, true],
       ["the format", { format: "markdown" }, (diff) => diff.format, { before: "pi", after: "markdown" }],
-      ["a tool description added", { toolDescription: "Load one." }, (diff) => diff.toolDescription, { after: "Load one." }],
+      ["a tool description added", { toolDescription: "Load one." }, (diff) => diff.toolDescription, { after: "Load one.", linesAdded: 1, linesRemoved: 0, diff: "--- tool description (before)\n+++ tool description (after)\n@@ -0,0 +1 @@\n+Load one." }],
       ["a context file", { context: new Map([["AGENTS.md", "h"]]) }, (diff) => diff.context, { added: ["AGENTS.md"], removed: [], changed: [] }],
       ["a budget", { budget: 1000 }, (diff) => diff.budget, { after: { limit: 1000, catalogue: 50, unit: "characters", dropped: [] } }],
     ];
@@ -506,7 +506,30 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
       expect(shown(diff.agents[0]!), what).toEqual(expected);
     }
     const removedTool = diffBundles(manifest({ main: agent([], { toolDescription: "Read one." }) }), manifest({ main: agent([]) })).agents[0]!;
-    expect(removedTool.toolDescription).toStrictEqual({ before: "Read one." });
+    expect(removedTool.toolDescription).toStrictEqual({ before: "Read one.", linesAdded: 0, linesRemoved: 1, diff: "--- tool description (before)\n+++ tool description (after)\n@@ -1 +0,0 @@\n-Read one." });
+  });
+
+  it("a changed skill tool's description as a line diff: the lines of the skills that changed, not the whole catalogue", () => {
+    const names = Array.from({ length: 2000 }, (_, index) => `skill-${String(index).padStart(4, "0")}`);
+    const tool = (description: (name: string) => string) =>
+      ["Load a skill.", "", "<available_skills>", ...names.flatMap((name) => ["  <skill>", `    <name>${name}</name>`, `    <description>${description(name)}</description>`, "  </skill>"]), "</available_skills>"].join("\n");
+    const before = tool((name) => `Does ${name}.`);
+    const after = tool((name) => (name === "skill-0100" || name === "skill-1900" ? `Does ${name}, and more.` : `Does ${name}.`));
+    const bundles = diffBundles(manifest({ main: agent([], { toolDescription: before }) }), manifest({ main: agent([], { toolDescription: after }) }));
+    const { toolDescription } = bundles.agents[0]!;
+    expect(toolDescription).toMatchObject({ before, after, linesAdded: 2, linesRemoved: 2 });
+    const lines = toolDescription!.diff.split("\n");
+    expect(lines.filter((line) => /^[-+] /.test(line))).toEqual([
+      "-    <description>Does skill-0100.</description>",
+      "+    <description>Does skill-0100, and more.</description>",
+      "-    <description>Does skill-1900.</description>",
+      "+    <description>Does skill-1900, and more.</description>",
+    ]);
+    expect(lines.filter((line) => line.startsWith("@@"))).toHaveLength(2);
+    const pretty = formatDiffPretty(bundles, { before: "a", after: "b" }, plain);
+    expect(pretty).toContain("  ~ Changed the skill tool's description: +2 -2 lines\n      --- tool description (before)\n");
+    expect(pretty.split("\n").length).toBeLessThan(30);
+    expect(pretty).not.toContain("skill-1000");
   });
 
   it("context files and budgets compared: a changed hash, an unknown one, limits in characters and in tokens with the skills dropped", () => {

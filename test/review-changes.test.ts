@@ -105,8 +105,15 @@ describe("skills diff names every change the model sees", () => {
   });
 
   it("the skill tool's description, for an agent whose catalogue is in the tool", () => {
-    expect(outputs.pretty).toMatch(/^tools: changed\n {2}~ Changed the description of fp-check\n[\s\S]*^ {2}~ Changed the skill tool's description\n {6}- /m);
-    expect(agent("tools").toolDescription).toEqual({ before: expect.stringContaining("fp-check"), after: expect.stringContaining("Checks reachability") });
+    expect(outputs.pretty).toMatch(/^tools: changed\n {2}~ Changed the description of fp-check\n[\s\S]*^ {2}~ Changed the skill tool's description: \+1 -1 lines\n {6}--- tool description \(before\)\n/m);
+    expect(outputs.pretty).toMatch(/^ {6}\+ {4}<description>Systematically verifies .*Checks reachability/m);
+    expect(agent("tools").toolDescription).toEqual({
+      before: expect.stringContaining("fp-check"),
+      after: expect.stringContaining("Checks reachability"),
+      linesAdded: 1,
+      linesRemoved: 1,
+      diff: expect.stringMatching(/^--- tool description \(before\)\n\+\+\+ tool description \(after\)\n@@ /),
+    });
   });
 
   it("context changes", () => {

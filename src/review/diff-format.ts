@@ -67,8 +67,8 @@ function items(agent: AgentDiff, code: (text: string) => string): Item[] {
   const { context } = agent;
   if (context.added.length + context.removed.length + context.changed.length > 0) list.push({ sign: "~", text: `Changed the context files: ${changeParts(context, name)}` });
   if (agent.toolDescription) {
-    const { before = "", after = "" } = agent.toolDescription;
-    list.push({ sign: "~", text: "Changed the skill tool's description", block: [...blockLines("- ", before), ...blockLines("+ ", after)], summary: "the skill tool's description" });
+    const { linesAdded, linesRemoved, diff } = agent.toolDescription;
+    list.push({ sign: "~", text: `Changed the skill tool's description: +${linesAdded} -${linesRemoved} lines`, block: blockLines("", diff), summary: "the skill tool's description" });
   }
   if (agent.format) list.push({ sign: "~", text: `Changed the format: ${name(agent.format.before)} → ${name(agent.format.after)}` });
   // A changed prompt that no item above explains (another skillbake version, say) is still a change.

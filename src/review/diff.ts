@@ -223,8 +223,11 @@ export interface AgentDiff {
   fields: { name: string; changes: FieldChange[] }[];
   /** The agent's context files added, removed or changed (by sha256, where both manifests record it). */
   context: { added: string[]; removed: string[]; changed: string[] };
-  /** With `catalogue: "tool"`: the skill tool's description, which the model reads instead of a catalogue. */
-  toolDescription?: { before?: string; after?: string };
+  /**
+   * With `catalogue: "tool"`: the skill tool's description, which the model reads instead of a catalogue, whole on
+   * each side; its lines changed and a unified diff of it, cut as a body's (one line of it per skill it lists).
+   */
+  toolDescription?: { before?: string; after?: string; linesAdded: number; linesRemoved: number; diff: string };
   format?: { before: string; after: string };
   prompt: { before: PromptSize; after: PromptSize; changed: boolean };
   budget: { before?: BudgetState; after?: BudgetState };
@@ -319,7 +322,7 @@ function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAge
   if (before && after) {
     if (before.format !== after.format) diff.format = { before: before.format, after: after.format };
     diff.context = mapChanges(before.context, after.context);
-    if (before.toolDescription !== after.toolDescription) diff.toolDescription = { ...(before.toolDescription === undefined ? {} : { before: before.toolDescription }), ...(after.toolDescription === undefined ? {} : { after: after.toolDescription }) };
+    if (before.toolDescription !== after.toolDescription) diff.toolDescription = toolDescriptionChange(before.toolDescription, after.toolDescription);
   }
   const budgetChanged = stableJson(diff.budget.before ?? null) !== stableJson(diff.budget.after ?? null);
   const contextChanged = diff.context.added.length + diff.context.removed.length + diff.context.changed.length > 0;
@@ -333,9 +336,8 @@ function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill): void {
   if (old.placement !== now.placement) diff.moved.push({ name, file: now.file, from: old.placement, to: now.placement });
   if (old.description !== now.description) diff.descriptions.push({ name, before: old.description, after: now.description });
   if (old.body !== now.body) {
-    const { added, removed } = countLineChanges(old.body, now.body);
-    const lines = unifiedDiff(old.body, now.body, { beforeLabel: `${name} (before)`, afterLabel: `${name} (after)`, maxLines: BODY_DIFF_LINES, lineMax: LINE_MAX });
-    diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded: added, linesRemoved: removed, diff: lines });
+    const { linesAdded, linesRemoved, diff: lines } = textChange(old.body, now.body, name);
+    diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded, linesRemoved, diff: lines });
   }
   if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
   const resources = mapChanges(old.resources, now.resources);
@@ -351,6 +353,17 @@ function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill): void {
 }
 
 /** Keys added, removed, or whose value changed (an unknown value on either side counts as unchanged). */
+/** The lines changed between two texts, and a unified diff of them cut after `BODY_DIFF_LINES` lines. */
+function textChange(before: string, after: string, label: string): { linesAdded: number; linesRemoved: number; diff: string } {
+  const { added, removed } = countLineChanges(before, after);
+  const diff = unifiedDiff(before, after, { beforeLabel: `${label} (before)`, afterLabel: `${label} (after)`, maxLines: BODY_DIFF_LINES, lineMax: LINE_MAX });
+  return { linesAdded: added, linesRemoved: removed, diff };
+}
+
+function toolDescriptionChange(before: string | undefined, after: string | undefined): NonNullable<AgentDiff["toolDescription"]> {
+  return { ...(before === undefined ? {} : { before }), ...(after === undefined ? {} : { after }), ...textChange(before ?? "", after ?? "", "tool description") };
+}
+
 function mapChanges<T>(before: ReadonlyMap<string, T>, after: ReadonlyMap<string, T>): { added: string[]; removed: string[]; changed: string[] } {
   const keys = (from: ReadonlyMap<string, T>, keep: (key: string) => boolean) => [...from.keys()].filter(keep).sort(compareStrings);
   return {
