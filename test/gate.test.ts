@@ -180,6 +180,26 @@ describe("skills check PATH… without a config", () => {
     expect(pretty).toMatchObject({ code: 0, stderr: "Checked 1 skill; 0 errors, 0 warnings\n" });
   });
 
+  it("a SKILL.md path checks the skill of its folder, as a pre-commit hook hands over the files it changed", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills/explain-code/SKILL.md": skillMd("explain-code"),
+      "skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Draft release notes. Use when asked: what changed?\n---\nBody\n",
+      "skills/other/SKILL.md": "---\nname: other\n---\n",
+    });
+    // Relative and absolute, as hooks give them; the skill beside them is not checked.
+    const run = await runCli(["check", "skills/explain-code/SKILL.md", join(dir, "skills/release-notes/SKILL.md"), "--format", "json"], { cwd: dir });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report.agents).toEqual([expect.objectContaining({ id: "paths", skills: 1 })]);
+    expect(report.diagnostics.map(({ code, file }: { code: string; file: string }) => [code, file])).toEqual([["yaml-invalid", "skills/release-notes/SKILL.md"]]);
+    expect(await runCli(["check", "SKILL.md"], { cwd: join(dir, "skills/explain-code") })).toMatchObject({ code: 0, stderr: "Checked 1 skill; 0 errors, 0 warnings\n" });
+    // A SKILL.md that is not there is a missing root, not its folder checked for nothing.
+    const missing = await runCli(["check", "skills/gone/SKILL.md"], { cwd: dir });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/error +the path "skills\/gone\/SKILL\.md" does not exist +\[root-missing\]/);
+  });
+
   it("a missing path fails with the folder it was probably meant to be; --config and paths do not go together", async () => {
     const dir = await vendored({ agents: { main: {} } });
     const missing = await runCli(["check", "vendr"], { cwd: dir });

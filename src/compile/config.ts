@@ -644,12 +644,23 @@ export const IMPLICIT_AGENT = "paths";
  * under them built (in dot folders and inside other skills' folders too), with the default rules.
  */
 export function implicitConfig(paths: readonly string[], cwd: string): LoadedConfig {
-  const parsed = configSchema.safeParse({ agents: { [IMPLICIT_AGENT]: { skills: paths.map((root) => ({ root, nested: true })) } } });
+  const parsed = configSchema.safeParse({ agents: { [IMPLICIT_AGENT]: { skills: paths.map((path) => ({ root: skillFolderOf(path, cwd), nested: true })) } } });
   if (!parsed.success) throw new ConfigError(cwd, formatIssues(parsed.error.issues).replaceAll(`agents.${IMPLICIT_AGENT}.skills`, "paths"));
   return { file: join(cwd, "skills check"), dir: cwd, config: parsed.data, inputs: [], implicit: true };
 }
 
 /** `~` and `~/…` expand to the home folder; a relative root resolves against the config folder. */
+/**
+ * A path named SKILL.md (a file, or a link to one) stands for its skill's folder, as Pi takes a skill file for a
+ * path: a pre-commit hook hands `skills check` the files it changed. Any other path is a root as given; one
+ * that does not exist is reported as such by discovery.
+ */
+function skillFolderOf(path: string, cwd: string): string {
+  if (basename(path) !== "SKILL.md") return path;
+  const stats = lstatSync(resolve(cwd, path), { throwIfNoEntry: false });
+  return stats && (stats.isFile() || stats.isSymbolicLink()) ? dirname(path) : path;
+}
+
 export function resolveRoot(root: string, configDir: string): string {
   if (root === "~") return homedir();
   if (root.startsWith("~/")) return join(homedir(), root.slice(2));

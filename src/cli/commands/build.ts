@@ -78,7 +78,8 @@ export const checkCommand: Command = {
 Does everything \`skills build\` does except writing: exits 1 on any error (with --strict, on any
 warning), so it can fail a pull request on invalid frontmatter. Given PATHs, it checks the folders
 without a config: every SKILL.md under them (in dot folders and inside other skills' folders too),
-with the default rules.
+with the default rules; a path to a SKILL.md checks the skill of its folder (as a pre-commit hook
+passes the files it changed).
 
 Options:
 ${COMMON_HELP}
@@ -93,7 +94,8 @@ Examples:
   skills check --max-warnings 0 --format github   # in CI: annotate the pull request, fail on any warning
   skills check --fix                              # quote values YAML misreads, add missing names, then check
   skills check --suppress                         # accept a vendored catalogue's findings as they are today
-  skills check vendor/skills                      # no config: every skill under the folder`,
+  skills check vendor/skills                      # no config: every skill under the folder
+  skills check a/SKILL.md b/SKILL.md              # no config: the skills of these two files`,
   options: {
     config: { type: "string" },
     strict: { type: "boolean" },
