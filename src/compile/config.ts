@@ -641,7 +641,8 @@ export const IMPLICIT_AGENT = "paths";
 
 /**
  * What `skills check PATH…` checks without a config: one agent over the paths (relative to `cwd`), every skill
- * under them built (in dot folders and inside other skills' folders too), with the default rules.
+ * under them built (in dot folders and inside other skills' folders too), with the default rules; a SKILL.md path
+ * is its skill's folder.
  */
 export function implicitConfig(paths: readonly string[], cwd: string): LoadedConfig {
   const parsed = configSchema.safeParse({ agents: { [IMPLICIT_AGENT]: { skills: paths.map((path) => ({ root: skillFolderOf(path, cwd), nested: true })) } } });
@@ -649,7 +650,6 @@ export function implicitConfig(paths: readonly string[], cwd: string): LoadedCon
   return { file: join(cwd, "skills check"), dir: cwd, config: parsed.data, inputs: [], implicit: true };
 }
 
-/** `~` and `~/…` expand to the home folder; a relative root resolves against the config folder. */
 /**
  * A path named SKILL.md (a file, or a link to one) stands for its skill's folder, as Pi takes a skill file for a
  * path: a pre-commit hook hands `skills check` the files it changed. Any other path is a root as given; one
@@ -661,6 +661,7 @@ function skillFolderOf(path: string, cwd: string): string {
   return stats && (stats.isFile() || stats.isSymbolicLink()) ? dirname(path) : path;
 }
 
+/** `~` and `~/…` expand to the home folder; a relative root resolves against the config folder. */
 export function resolveRoot(root: string, configDir: string): string {
   if (root === "~") return homedir();
   if (root.startsWith("~/")) return join(homedir(), root.slice(2));

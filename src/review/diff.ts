@@ -352,7 +352,6 @@ function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill): void {
   if (changes.length > 0) diff.fields.push({ name, changes });
 }
 
-/** Keys added, removed, or whose value changed (an unknown value on either side counts as unchanged). */
 /** The lines changed between two texts, and a unified diff of them cut after `BODY_DIFF_LINES` lines. */
 function textChange(before: string, after: string, label: string): { linesAdded: number; linesRemoved: number; diff: string } {
   const { added, removed } = countLineChanges(before, after);
@@ -364,6 +363,7 @@ function toolDescriptionChange(before: string | undefined, after: string | undef
   return { ...(before === undefined ? {} : { before }), ...(after === undefined ? {} : { after }), ...textChange(before ?? "", after ?? "", "tool description") };
 }
 
+/** Keys added, removed, or whose value changed (an unknown value on either side counts as unchanged). */
 function mapChanges<T>(before: ReadonlyMap<string, T>, after: ReadonlyMap<string, T>): { added: string[]; removed: string[]; changed: string[] } {
   const keys = (from: ReadonlyMap<string, T>, keep: (key: string) => boolean) => [...from.keys()].filter(keep).sort(compareStrings);
   return {
