@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, readFile, rename, rm, symlink, unlink, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readlink, rename, rm, symlink, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -40,7 +40,7 @@ type Edit =
   | { kind: "body" | "description" | "undescribed" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
   | { kind: "add"; pick: number; withResource: boolean }
   | { kind: "bundle"; pick: number }
-  | { kind: "link-folder" | "gitignore" | "config" | "parse-setting" | "environment" | "ci" | "cache-lost" | "nothing" };
+  | { kind: "link-folder" | "link-root" | "gitignore" | "config" | "parse-setting" | "environment" | "ci" | "cache-lost" | "nothing" };
 
 // Edits of contents (what a rebuild sees most) are drawn three times as often as the others.
 const edit: fc.Arbitrary<Edit> = fc.oneof(
@@ -48,14 +48,15 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   fc.record({ kind: fc.constantFrom("break", "remove", "rename"), pick: fc.nat(), sameSize: fc.boolean() }),
   fc.record({ kind: fc.constant("add"), pick: fc.nat(), withResource: fc.boolean() }),
   fc.record({ kind: fc.constant("bundle"), pick: fc.nat() }),
-  fc.record({ kind: fc.constantFrom("link-folder", "gitignore", "config", "parse-setting", "environment", "ci", "cache-lost", "nothing") }),
+  fc.record({ kind: fc.constantFrom("link-folder", "link-root", "gitignore", "config", "parse-setting", "environment", "ci", "cache-lost", "nothing") }),
 ) as fc.Arbitrary<Edit>;
 
 /**
  * A TypeScript config (transpiled, and its output cached) that imports its `location` from one file and its
  * `descriptionFallback` (a parse setting: the same SKILL.md bytes give another description) from another.
  */
-const CONFIG = `import { location } from "./location.ts";\nimport { descriptionFallback } from "./parsing.ts";\n\nexport default { location, descriptionFallback, agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "more" }, { root: "skills" }] } } };\n`;
+// `linked` reaches some skills through two sources: a root, and a link into it (re-pointed by `link-root`).
+const CONFIG = `import { location } from "./location.ts";\nimport { descriptionFallback } from "./parsing.ts";\n\nexport default { location, descriptionFallback, agents: { main: { skills: [{ root: "skills" }] }, other: { skills: [{ root: "more" }, { root: "skills" }] }, linked: { skills: [{ root: "skills" }, { root: "alias", optional: true, inline: ["beta"] }] } } };\n`;
 const LOCATION = (location: "relative" | "absolute") => `export const location = "${location}";\n`;
 const PARSING = (fallback: boolean) => `export const descriptionFallback = ${fallback ? '"first-paragraph"' : "undefined"};\n`;
 
@@ -70,7 +71,9 @@ async function project(): Promise<string> {
     "skills/area/beta/references/guide.md": "# Guide\n",
     "skills/gamma/SKILL.md": skillMd("gamma"),
     "more/delta/SKILL.md": skillMd("delta"),
+    "mirror/alpha/SKILL.md": skillMd("alpha"),
   });
+  await symlink(join("skills", "area"), join(dir, "alias"));
   return dir;
 }
 
@@ -90,8 +93,22 @@ function skillFolders(dir: string): string[] {
 
 let counter = 0;
 
-/** Makes `edit` in the project; returns the paths a watcher of each folder the walk lists would report. */
+/**
+ * Makes `edit` in the project; returns the paths a watcher of each folder the walk lists would report: a file
+ * under the folder `alias` links to is also seen through the link, the second source's root.
+ */
 async function apply(dir: string, edit: Edit): Promise<string[]> {
+  const paths = await applyEdit(dir, edit);
+  const target = await readlink(join(dir, "alias")).catch(() => undefined);
+  if (target === undefined) return paths;
+  const through = paths.flatMap((path) => {
+    const inside = relative(join(dir, target), path);
+    return inside === "" || inside.startsWith("..") ? [] : [join(dir, "alias", inside)];
+  });
+  return [...paths, ...through];
+}
+
+async function applyEdit(dir: string, edit: Edit): Promise<string[]> {
   const folders = skillFolders(dir);
   const folder = "pick" in edit && folders.length > 0 ? folders[edit.pick % folders.length]! : undefined;
   const at = (rel: string) => join(dir, rel);
@@ -166,6 +183,15 @@ async function apply(dir: string, edit: Edit): Promise<string[]> {
       if (await unlink(link).then(() => true, () => false)) return [link];
       if (folders.includes("skills/gamma")) await symlink("gamma", link);
       else await symlink("area", link);
+      return [link];
+    }
+    case "link-root": {
+      // The second source's root: a link to a folder of the first (the same files twice), to a copy, or gone.
+      const link = at("alias");
+      const target = await readlink(link).catch(() => undefined);
+      await unlink(link).catch(() => {});
+      if (target === undefined) await symlink(join("skills", "area"), link);
+      else if (target === join("skills", "area")) await symlink("mirror", link);
       return [link];
     }
     case "gitignore": {
@@ -335,7 +361,15 @@ describe("a watching session's skills, kept from one build to the next", () => {
     const after = await buildInSession({ cwd: dir }, session);
     await expectClean(dir, after);
     const kept = [...skillsOf(after)].filter(([key, skill]) => skillsOf(before).get(key) === skill).map(([key]) => key);
-    expect(kept.sort()).toEqual(["main:skills/area/beta/SKILL.md", "main:skills/gamma/SKILL.md", "other:more/delta/SKILL.md", "other:skills/area/beta/SKILL.md", "other:skills/gamma/SKILL.md"]);
+    expect(kept.sort()).toEqual([
+      "linked:skills/area/beta/SKILL.md",
+      "linked:skills/gamma/SKILL.md",
+      "main:skills/area/beta/SKILL.md",
+      "main:skills/gamma/SKILL.md",
+      "other:more/delta/SKILL.md",
+      "other:skills/area/beta/SKILL.md",
+      "other:skills/gamma/SKILL.md",
+    ]);
   });
 
   it("makes a skill anew when a file of its folder changes in place (same size, mtime put back) or is added", async () => {

@@ -1,5 +1,5 @@
 import { cpSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/index.js";
@@ -157,6 +157,27 @@ describe("knock-on findings", () => {
     expect(run.code).toBe(1);
     expect(run.stderr).not.toContain("pattern-unmatched");
     expect(run.stderr).toContain("1 error, 0 warnings; check failed (1 agent, 2 skills)");
+  });
+});
+
+describe("one SKILL.md through two sources", () => {
+  it("a root and a link to it (.claude/skills → .agents/skills) give the agent each skill once, without a duplicate warning", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      ".agents/skills/explain-code/SKILL.md": skillMd("explain-code"),
+      ".agents/skills/release-notes/SKILL.md": skillMd("release-notes"),
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: ".agents/skills" }, { root: ".claude/skills", inline: ["release-notes"] }] } } }),
+    });
+    await mkdir(join(dir, ".claude"));
+    await symlink(join("..", ".agents", "skills"), join(dir, ".claude", "skills"));
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run).toMatchObject({ code: 0, stderr: "Wrote dist/skills (1 agent, 2 skills); 0 errors, 0 warnings\n" });
+    const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
+    // The first source's place and path; inlined, as the second source asks.
+    expect(manifest.agents.main.skills.map(({ name, source, mode, file }: Record<string, unknown>) => [name, source, mode, file])).toEqual([
+      ["explain-code", 0, "available", ".agents/skills/explain-code/SKILL.md"],
+      ["release-notes", 0, "inline", ".agents/skills/release-notes/SKILL.md"],
+    ]);
   });
 });
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { compilePatterns, selectAgent, type RootSkill, type SourceView } from "../src/compile/select.js";
 
-function skill(name: string, dir = name): RootSkill {
-  return { name, description: `${name}.`, fields: {}, extra: {}, body: "", bodyLine: 5, links: [], file: `/r/${dir}/SKILL.md`, displayFile: `r/${dir}/SKILL.md`, dir, hash: "h", files: ["SKILL.md"], written: () => ({ values: { name }, at: {} }) };
+function skill(name: string, dir = name, root = "r"): RootSkill {
+  const file = `/${root}/${dir}/SKILL.md`;
+  return { name, description: `${name}.`, fields: {}, extra: {}, body: "", bodyLine: 5, links: [], file, displayFile: `${root}/${dir}/SKILL.md`, dir, realFile: file, hash: "h", files: ["SKILL.md"], written: () => ({ values: { name }, at: {} }) };
 }
 const source = (config: Omit<SourceView["config"], "root">, skills: RootSkill[], root = "r"): SourceView => ({ config: { root, ...config }, skills });
 const pick = (views: SourceView[]) => {
@@ -60,8 +61,19 @@ describe("selectAgent", () => {
   });
 
   it("includes a name selected from two sources both times, with duplicate-across-sources", () => {
-    const result = pick([source({}, [skill("twin")]), source({}, [skill("twin")], "other")]);
+    const result = pick([source({}, [skill("twin")]), source({}, [skill("twin", "twin", "other")], "other")]);
     expect(result).toEqual({ selected: ["0:twin:available", "1:twin:available"], codes: ["duplicate-across-sources"] });
+  });
+
+  it("one SKILL.md reached through two sources (a root and a link to it) is one skill: the first source's, inlined if either inlines it", () => {
+    // `.claude/skills` a link to `.agents/skills`: each skill's file is the other's.
+    const through = (root: string, name: string) => ({ ...skill(name, name, root), realFile: `/.agents/skills/${name}/SKILL.md` });
+    const both = (config: Omit<SourceView["config"], "root">) =>
+      pick([source({}, [through(".agents/skills", "a"), through(".agents/skills", "b")], ".agents/skills"), source(config, [through(".claude/skills", "a"), through(".claude/skills", "b")], ".claude/skills")]);
+    expect(both({})).toEqual({ selected: ["0:a:available", "0:b:available"], codes: [] });
+    expect(both({ available: ["a"], inline: ["b"] })).toEqual({ selected: ["0:a:available", "0:b:inline"], codes: [] });
+    const { selected } = selectAgent("main", [source({}, [through(".agents/skills", "a")], ".agents/skills"), source({}, [through(".claude/skills", "a")], ".claude/skills")], "skills.config.json");
+    expect(selected.map((entry) => entry.skill.displayFile)).toEqual([".agents/skills/a/SKILL.md"]);
   });
 
   it("reports only patterns the config wrote", () => {

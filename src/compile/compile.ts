@@ -200,7 +200,9 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   }
   const inputs = { folders: [...listings.values()].flatMap((listing) => listing.folders), files: contexts.flatMap((agentContext) => agentContext.files.map(({ file }) => join(configDir, file))) };
   options.discovery?.remember(listings, listed ?? new Map());
-  return { config: loaded, outDir: context.outDir, agents, skillsChecked: byFile.size, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
+  // A SKILL.md reached through two roots (one a link to the other) is one skill.
+  const skillsChecked = new Set(plans.flatMap((plan) => plan.skills.map((skill) => skill.realFile))).size;
+  return { config: loaded, outDir: context.outDir, agents, skillsChecked, diagnostics: resolveFindings(findings, configSeverities(config)), inputs, verified };
 }
 
 /** What the stages of one compilation share. */
@@ -369,9 +371,9 @@ function selectAgents(context: CompileContext, plans: readonly SourcePlan[], val
         }
         const make = () => {
           const { name, description, fields, extra, bodyLine, links, file, displayFile, hash, written } = valid;
-          return new RootSkillRecord({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written, dir: found.dir, files: found.files }, bodyFrom(valid));
+          return new RootSkillRecord({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written, dir: found.dir, realFile: found.realFile, files: found.files }, bodyFrom(valid));
         };
-        skills.push(options.skills ? options.skills.foundSkill(valid, found.dir, found.files, make) : make());
+        skills.push(options.skills ? options.skills.foundSkill(valid, found, make) : make());
       }
       return { config: plan.config, skills, failed };
     });
@@ -634,11 +636,13 @@ class ValidSkillRecord extends LazyBody implements ValidSkill {
 
 class RootSkillRecord extends ValidSkillRecord implements RootSkill {
   declare dir: string;
+  declare realFile: string;
   declare files: readonly string[];
 
   constructor(skill: Omit<RootSkill, "body">, body: string | (() => string)) {
     super(skill, body);
     this.dir = skill.dir;
+    this.realFile = skill.realFile;
     this.files = skill.files;
   }
 }

@@ -14,6 +14,8 @@ export interface RootSkill extends SkillContent {
   displayFile: string;
   /** Skill folder relative to its root, `/`-separated. */
   dir: string;
+  /** Real path of the SKILL.md: one file reached through two sources is one skill. */
+  realFile: string;
   /** sha256 of the SKILL.md bytes. */
   hash: string;
   /** The skill folder's files, relative to it, in path order (see `DiscoveredSkill.files`). */
@@ -97,6 +99,8 @@ export function selectAgent(
     }
   });
 
+  selected = oncePerFile(selected);
+
   if (settings.allow) {
     const allowed = compilePatterns(settings.allow);
     const names = [...new Set(selected.map((entry) => entry.skill.name))];
@@ -152,6 +156,24 @@ export function selectAgent(
     });
   }
   return { selected, notAllowed, findings };
+}
+
+/**
+ * One SKILL.md reached through several sources (a root and a link to it, as `.claude/skills` → `.agents/skills`)
+ * is one skill, as Pi loads a file once: at the first source's place, and inlined when any source inlines it (as
+ * one source's `available` and `inline` both matching inline it). Copies of a skill are files of their own:
+ * `duplicates` settles those.
+ */
+function oncePerFile(selected: readonly SelectedSkill[]): SelectedSkill[] {
+  const inlined = new Set(selected.flatMap((entry) => (entry.mode === "inline" ? [entry.skill.realFile] : [])));
+  const seen = new Set<string>();
+  const kept: SelectedSkill[] = [];
+  for (const entry of selected) {
+    if (seen.has(entry.skill.realFile)) continue;
+    seen.add(entry.skill.realFile);
+    kept.push(entry.mode === "available" && inlined.has(entry.skill.realFile) ? { ...entry, mode: "inline" } : entry);
+  }
+  return kept;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { FileStats, SkillFile } from "./resources.js";
 import type { RootSkill, selectAgent, SourceView } from "./select.js";
 
 /** A SKILL.md that passed its checks, as `RootSkill` has it less where a source found it. */
-export type ValidSkill = Omit<RootSkill, "dir" | "files">;
+export type ValidSkill = Omit<RootSkill, "dir" | "realFile" | "files">;
 
 type Selection = ReturnType<typeof selectAgent>;
 type SelectedSkill = Selection["selected"][number];
@@ -71,10 +71,10 @@ export class SkillMemo {
   }
 
   /** A source's view of `valid`, found at `dir` (relative to the root) with `files`, made by `make` unless kept. */
-  foundSkill(valid: ValidSkill, dir: string, files: readonly string[], make: () => RootSkill): RootSkill {
+  foundSkill(valid: ValidSkill, { dir, realFile, files }: Pick<RootSkill, "dir" | "realFile" | "files">, make: () => RootSkill): RootSkill {
     if (!this.keepable.has(valid)) return make();
     const kept = this.found.get(valid);
-    if (kept && kept.dir === dir && kept.files === files) return kept;
+    if (kept && kept.dir === dir && kept.realFile === realFile && kept.files === files) return kept;
     const skill = make();
     this.found.set(valid, skill);
     this.keepable.add(skill);
@@ -83,7 +83,7 @@ export class SkillMemo {
 
   /**
    * Agent `id`'s selection from `sources`, made by `select` unless the last one was made from skills of the same
-   * names, folders and files (and inlined ones of the same SKILL.md hash): what a selection goes by. The kept one
+   * names, folders, files and real files (and inlined ones of the same SKILL.md hash): what a selection goes by. The kept one
    * names its skills by place (source and position), so it is made of this build's skills and holds none.
    */
   selection(id: string, sources: readonly SourceView[], select: () => Selection): Selection {
@@ -109,8 +109,7 @@ export class SkillMemo {
       if (!this.keepable.has(from[index]!)) return skill;
       const kept = keptSkills?.get(skill.file);
       const taken = kept && kept.from === from[index] && sameFields(kept.skill, skill) ? (kept.skill as T) : skill;
-      // One SKILL.md through two of the agent's sources: the first is kept.
-      if (!next.has(skill.file)) next.set(skill.file, { skill: taken, from: from[index]! });
+      next.set(skill.file, { skill: taken, from: from[index]! });
       return taken;
     });
   }
@@ -136,10 +135,10 @@ interface SelectedPlace {
 
 /**
  * An agent's selection as `SkillMemo` keeps it: what each source held, as far as a selection goes by it (each skill's
- * name, folder, file, and an inlined one's hash), and the selection by place.
+ * name, folder, file and real file, and an inlined one's hash), and the selection by place.
  */
 interface KeptSelection {
-  sources: { config: SourceConfig; failed: readonly string[]; names: string[]; dirs: string[]; files: string[]; displayFiles: string[] }[];
+  sources: { config: SourceConfig; failed: readonly string[]; names: string[]; dirs: string[]; files: string[]; realFiles: string[]; displayFiles: string[] }[];
   /** The SKILL.md hash of each inlined skill, by source and position. */
   inlined: { source: number; index: number; hash: string }[];
   selected: SelectedPlace[];
@@ -158,6 +157,7 @@ function keptSelection(sources: readonly SourceView[], { selected, notAllowed, f
       names: source.skills.map((skill) => skill.name),
       dirs: source.skills.map((skill) => skill.dir),
       files: source.skills.map((skill) => skill.file),
+      realFiles: source.skills.map((skill) => skill.realFile),
       displayFiles: source.skills.map((skill) => skill.displayFile),
     })),
     inlined: places.flatMap(({ source, index, mode }) => (mode === "inline" ? [{ source, index, hash: sources[source]!.skills[index]!.hash }] : [])),
@@ -176,7 +176,7 @@ function sameShape(kept: KeptSelection, sources: readonly SourceView[]): boolean
     if (before.config !== config || before.names.length !== skills.length || !sameItems(before.failed, failed)) return false;
     for (let index = 0; index < skills.length; index++) {
       const skill = skills[index]!;
-      if (before.names[index] !== skill.name || before.dirs[index] !== skill.dir || before.files[index] !== skill.file || before.displayFiles[index] !== skill.displayFile) return false;
+      if (before.names[index] !== skill.name || before.dirs[index] !== skill.dir || before.files[index] !== skill.file || before.realFiles[index] !== skill.realFile || before.displayFiles[index] !== skill.displayFile) return false;
     }
   }
   return kept.inlined.every(({ source, index, hash }) => sources[source]!.skills[index]!.hash === hash);
