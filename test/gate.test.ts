@@ -178,6 +178,17 @@ describe("one SKILL.md through two sources", () => {
       ["explain-code", 0, "available", ".agents/skills/explain-code/SKILL.md"],
       ["release-notes", 0, "inline", ".agents/skills/release-notes/SKILL.md"],
     ]);
+    // What is wrong with such a file is reported once, at the first source's path.
+    await writeTree(dir, {
+      ".agents/skills/explain-code/SKILL.md": `${skillMd("explain-code")}\nSee [the guide](guide.md).\n`,
+      ".agents/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Draft release notes. Use when asked: what changed?\n---\nBody\n",
+    });
+    const broken = await runCli(["check", "--format", "json"], { cwd: dir });
+    expect(broken.code).toBe(1);
+    expect(JSON.parse(broken.stdout).diagnostics.map(({ code, file }: { code: string; file: string }) => [code, file])).toEqual([
+      ["link-broken", ".agents/skills/explain-code/SKILL.md"],
+      ["yaml-invalid", ".agents/skills/release-notes/SKILL.md"],
+    ]);
   });
 });
 

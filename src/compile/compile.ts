@@ -164,12 +164,12 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
   const hashedInWorker =
     verified.size - byFile.size >= WORKER_MIN_FILES && !options.cache?.hasFileRecords() ? hashInWorker(hashRequests(verified, byFile)) : undefined;
   const { validByFile, skillFileHashes } = checkSkillFiles(context, byFile);
-  const linksChecked = new Set<string>(); // a skill reached by two sources has its links checked once
+  const linksChecked = new Set<string>(); // a SKILL.md reached by two sources, or at two paths, has its links checked once
   for (const plan of plans) {
     for (const found of plan.skills) {
       const valid = validByFile.get(found.file);
-      if (!valid || valid.links.length === 0 || linksChecked.has(found.file)) continue;
-      linksChecked.add(found.file);
+      if (!valid || valid.links.length === 0 || linksChecked.has(found.realFile)) continue;
+      linksChecked.add(found.realFile);
       append(findings, brokenLinks(valid.displayFile, valid.links, found.files));
     }
   }
@@ -225,6 +225,7 @@ interface SkillToCheck {
   folder: string;
   dir: string;
   file: string;
+  realFile: string;
   stats: FileStats;
 }
 
@@ -269,7 +270,7 @@ function discoverSkills(context: CompileContext) {
     // A root around the outDir would otherwise find the bundle's own staged copies (`stage: true`) as skills.
     plan.skills = plan.skills.filter((skill) => !skill.file.startsWith(outDir + sep));
     for (const skill of plan.skills) {
-      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, stats: skill.identities.get("SKILL.md")! });
+      if (!byFile.has(skill.file)) byFile.set(skill.file, { folder: basename(dirname(skill.file)), dir: skill.dir, file: skill.file, realFile: skill.realFile, stats: skill.identities.get("SKILL.md")! });
       for (const [path, identity] of skill.identities) {
         const absolute = pathIn(dirname(skill.file), path);
         if (!verified.has(absolute)) verified.set(absolute, identity);
@@ -286,9 +287,14 @@ function checkSkillFiles(context: CompileContext, byFile: ReadonlyMap<string, Sk
   const customFields = frontmatter && declaredFields(frontmatter);
   const validByFile = new Map<string, ValidSkill>();
   const skillFileHashes = new Map<string, { size: number; sha256: string }>();
+  const checked = new Set<string>();
   let done = 0;
   for (const skill of byFile.values()) {
-    const valid = checkSkillFile(context, skill, customFields, skillFileHashes);
+    // One file reached through two roots (one a link to the other) is checked at each path, as each agent may see it
+    // at its own; what is wrong with it is reported once, at the first.
+    const again = checked.has(skill.realFile);
+    checked.add(skill.realFile);
+    const valid = checkSkillFile(again ? { ...context, findings: [] } : context, skill, customFields, skillFileHashes);
     if (valid) validByFile.set(skill.file, valid);
     context.options.onProgress?.({ done: ++done, total: byFile.size });
   }
