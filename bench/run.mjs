@@ -25,7 +25,7 @@ const PI_PACKAGE = "@mariozechner/pi-coding-agent";
 const PI_VERSION = "0.73.1";
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const CHILD = join(REPO, "bench", "child.mjs");
-const CLI = join(REPO, "dist", "cli.js");
+const CLI = join(REPO, "dist", "launch.cjs");
 const DIST_INDEX = join(REPO, "dist", "index.js");
 const AGENT = "main";
 

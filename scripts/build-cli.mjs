@@ -25,15 +25,25 @@ const common = {
   legalComments: "none",
   define: { ...embeddedTexts(), __SKILLBAKE_BUILD__: JSON.stringify(sourceDigest()) },
 };
+/**
+ * A CommonJS script: Node starts no ES module loader for it (~3 ms of every run), and `import.meta.url` becomes its
+ * file's URL.
+ */
+const script = {
+  ...common,
+  format: "cjs",
+  define: { ...common.define, "import.meta.url": "__skillbakeUrl" },
+  // Strict before anything else (esbuild's own "use strict" comes after the banner, where it is no directive).
+  banner: { js: '"use strict";\nconst __skillbakeUrl = require("node:url").pathToFileURL(__filename).href;' },
+};
 await Promise.all([
   // The CLI carries its dependencies (all but esbuild, a native binary loaded only for TypeScript configs, and
   // gpt-tokenizer, megabytes of token ranks loaded only when a config asks for token counts): resolving and
   // loading their hundreds of module files took ~0.15 s of every `skills` run, half its start-up.
   // The API leaves them to the installing project. The CLI is a script, not a module, so that the launcher
-  // (dist/cli.js) can start it from V8's code cache (see launch.ts); `import.meta.url` becomes its file's URL.
+  // (dist/launch.cjs) can start it from V8's code cache (see launch.ts).
   build({
-    ...common,
-    format: "cjs",
+    ...script,
     entryPoints: ["src/cli/bin.ts"],
     outfile: "dist/cli.cjs",
     // Without comments (some of its dependencies' are past ASCII) it is ASCII, which the launcher copies into a
@@ -41,11 +51,9 @@ await Promise.all([
     minifyWhitespace: true,
     packages: undefined,
     external: ["esbuild", "gpt-tokenizer"],
-    define: { ...common.define, "import.meta.url": "__skillbakeUrl" },
-    // Strict before anything else (esbuild's own "use strict" comes after the banner, where it is no directive).
-    banner: { js: '"use strict";\nconst __skillbakeUrl = require("node:url").pathToFileURL(__filename).href;' },
   }),
-  build({ ...common, entryPoints: ["src/cli/launch.ts"], outfile: "dist/cli.js" }),
+  // The `skills` command.
+  build({ ...script, entryPoints: ["src/cli/launch.ts"], outfile: "dist/launch.cjs" }),
   build({ ...common, entryPoints: ["src/index.ts"], outfile: "dist/index.js" }),
   // The bundler plugins: optional entry points (`skillbake/vite`, `skillbake/esbuild`); vite is only a type here.
   build({ ...common, entryPoints: ["src/plugins/vite.ts", "src/plugins/esbuild.ts"], outdir: "dist" }),

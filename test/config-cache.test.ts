@@ -174,7 +174,7 @@ describe("the transpiled-config cache, in process: what an entry is made from an
     const inputs = options.inputs ?? [config, agents];
     const imports = options.imports ?? new Map([[config, [{ path: agents }]], [agents, []]]);
     const sources = options.sources ?? new Map(await Promise.all(inputs.map(async (input) => [input, await readFile(input, "utf8")] as const)));
-    writeTranspiledConfig(config, dir, { code: CODE, inputs }, imports, sources);
+    writeTranspiledConfig(config, dir, { code: CODE, inputs, kind: "module" }, imports, sources);
   }
 
   const read = ({ dir, config }: Project) => readTranspiledConfig(config, dir);
@@ -194,14 +194,14 @@ describe("the transpiled-config cache, in process: what an entry is made from an
     const imports = new Map([[app.config, [{ path: "node:fs", external: true }, { path: app.agents }]], [app.agents, []]]);
     // The config first: the entry names its inputs in the order given, and what it gives back is sorted.
     await write(app, { imports });
-    expect(read(app)).toEqual({ code: CODE, inputs: [app.agents, app.config] });
+    expect(read(app)).toEqual({ code: CODE, kind: "module", inputs: [app.agents, app.config] });
     expect(Object.keys((await entryOf(app)).folders as object)).toEqual([app.dir]);
   });
 
   it("is used for a config without local imports (no folder recorded)", async () => {
     const app = await project();
     await write(app, { inputs: [app.config], imports: new Map([[app.config, []]]) });
-    expect(read(app)).toEqual({ code: CODE, inputs: [app.config] });
+    expect(read(app)).toEqual({ code: CODE, kind: "module", inputs: [app.config] });
   });
 
   it("is not used for another config path or working folder: esbuild's output names both", async () => {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { chmod, readdir } from "node:fs/promises";
+import { chmod, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -101,6 +101,31 @@ describe("loadConfig", () => {
     const error = await loadConfig(undefined, dir).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).message).toContain(`${join(dir, "skills.config.json")}: ${message}`);
+  });
+
+  it("runs a TypeScript config that imports only its own files as a script, any other as an ES module, to the same effect", async () => {
+    const kindOf = async (dir: string) => {
+      const entry = await readFile(join(dir, "node_modules/.cache/skillbake/config/skills.config.ts.json"), "utf8");
+      return (JSON.parse(entry.split("\n")[1]!) as { kind: string }).kind;
+    };
+    const load = async (body: string, tree: Record<string, string> = {}) => {
+      const dir = await tempDir();
+      await writeTree(dir, { ...tree, "skills.config.ts": `${body}\nexport default { agents: { main: { description: String(described), skills: [{ root: "skills" }] } } };\n` });
+      const { config } = await loadConfig(undefined, dir);
+      return { description: config.agents.main!.description, kind: await kindOf(dir) };
+    };
+    // A module's top-level `this` is undefined, and so is a script's; `arguments` and CommonJS's names are not there.
+    expect(await load('import { root } from "./root";\nconst described = [root, this, typeof arguments, typeof exports, typeof module, typeof __dirname].join(" ");', { "root.ts": 'export const root: string = "mine";\n' })).toEqual({
+      description: "mine  undefined undefined undefined undefined",
+      kind: "script",
+    });
+    // Strict, as a module is: an assignment to an undeclared name throws.
+    await expect(load("undeclared = 1;\nconst described = 1;")).rejects.toThrow(/skills\.config\.ts:1:1: the config failed to load: undeclared is not defined/);
+    expect(await load('import { sep } from "node:path";\nconst described = sep;')).toEqual({ description: "/", kind: "module" });
+    expect(await load("const described = await Promise.resolve(7);")).toEqual({ description: "7", kind: "module" });
+    expect(await load('const described = import.meta.resolve("node:path");')).toEqual({ description: "node:path", kind: "module" });
+    expect(await load('const path = "node:path";\nconst described = typeof (await import(path)).join;')).toEqual({ description: "function", kind: "module" });
+    expect(await load('const path = "node:path";\nconst load = () => import(path);\nconst described = typeof load;')).toEqual({ description: "function", kind: "module" });
   });
 
   it("reports a TypeScript syntax error with file:line:col, exit 2 from the CLI", async () => {

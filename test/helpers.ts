@@ -8,7 +8,7 @@ import { afterAll } from "vitest";
 import { writeCacheFile } from "../src/compile/cache-file.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
-export const CLI = join(REPO, "dist", "cli.js");
+export const CLI = join(REPO, "dist", "launch.cjs");
 
 const created: string[] = [];
 afterAll(async () => {

@@ -13,8 +13,8 @@ const UNPRIVILEGED = process.getuid?.() === 0 ? 65534 : undefined;
 /** The built launcher and CLI, copied to a folder of their own, so that these tests never touch the repo's cache. */
 async function copiedCli(): Promise<{ dir: string; launcher: string; cli: string; cache: string }> {
   const dir = await tempDir("skillbake-launch-");
-  for (const name of ["cli.js", "cli.cjs"]) copyFileSync(join(REPO, "dist", name), join(dir, name));
-  return { dir, launcher: join(dir, "cli.js"), cli: join(dir, "cli.cjs"), cache: join(dir, "cli.cjs.cache") };
+  for (const name of ["launch.cjs", "cli.cjs"]) copyFileSync(join(REPO, "dist", name), join(dir, name));
+  return { dir, launcher: join(dir, "launch.cjs"), cli: join(dir, "cli.cjs"), cache: join(dir, "cli.cjs.cache") };
 }
 
 const run = async (launcher: string, args: string[], options: { cwd?: string; uid?: number; timeout?: number } = {}) =>
@@ -23,7 +23,7 @@ const run = async (launcher: string, args: string[], options: { cwd?: string; ui
 /** What the launcher puts before V8's cache: a digest of the Node that made it and of the CLI's text. */
 const keyOf = (source: string) => createHash("sha256").update(`${process.version}\0${process.arch}\0`).update(source).digest();
 
-describe("the launcher (dist/cli.js) and its code cache", () => {
+describe("the launcher (dist/launch.cjs) and its code cache", () => {
   it("leaves a cache for the CLI's text beside it, then starts from it without writing it again", async () => {
     const { launcher, cli, cache } = await copiedCli();
     const project = await tempDir();
@@ -177,5 +177,22 @@ describe("the launcher (dist/cli.js) and its code cache", () => {
     chmodSync(dir, 0o755);
     expect((await run(launcher, ["--version"], { cwd: dir, uid: UNPRIVILEGED! })).trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect(() => statSync(cache)).toThrow();
+  });
+
+  it("starts no ES module loader for a TypeScript config that runs as a script; one that imports Node's modules starts it", async () => {
+    const project = await tempDir();
+    const probe = join(project, "probe.cjs");
+    // Node loads its module job (what runs an ES module) only when the first one is imported.
+    writeFileSync(probe, `process.on("exit", () => process.stderr.write(String(process.moduleLoadList.includes("NativeModule internal/modules/esm/module_job"))));\n`);
+    const loaderStarted = async (config: string) => {
+      await writeTree(project, { "skills.config.ts": config, "skills/alpha/SKILL.md": skillMd("alpha") });
+      return (await execFileAsync(process.execPath, ["--require", probe, join(REPO, "dist/launch.cjs"), "build"], { cwd: project, encoding: "utf8" })).stderr.trim().split("\n").at(-1);
+    };
+    const config = 'export default defineConfig({ agents: { main: { skills: [{ root: "skills" }] } } });\n';
+    expect(await loaderStarted(`import { defineConfig } from "skillbake";\n${config}`)).toBe("false");
+    // From the transpiled-config cache too.
+    expect(statSync(join(project, "node_modules/.cache/skillbake/config/skills.config.ts.json")).isFile()).toBe(true);
+    expect(await loaderStarted(`import { defineConfig } from "skillbake";\n${config}`)).toBe("false");
+    expect(await loaderStarted(`import { defineConfig } from "skillbake";\nimport "node:path";\n${config}`)).toBe("true");
   });
 });

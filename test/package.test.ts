@@ -23,7 +23,7 @@ const NPM_ENV = { ...process.env, npm_config_userconfig: "/dev/null", npm_config
 const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "types", "tsconfig.json", "tsconfig.build.json", "skills"];
 
 /** The product: the CLI, the API and the plugins, their declarations, the manifest's schema, the docs. */
-const PRODUCT = /^package\/(LICENSE|README\.md|package\.json|dist\/(cli\.js|cli\.cjs|index\.js|vite\.js|esbuild\.js|manifest\.schema\.json)|dist\/(?!skills\/)[\w/-]+\.d\.ts|docs\/[\w/-]+\.md|types\/[\w-]+\.d\.ts)$/;
+const PRODUCT = /^package\/(LICENSE|README\.md|package\.json|dist\/(launch\.cjs|cli\.cjs|index\.js|vite\.js|esbuild\.js|manifest\.schema\.json)|dist\/(?!skills\/)[\w/-]+\.d\.ts|docs\/[\w/-]+\.md|types\/[\w-]+\.d\.ts)$/;
 
 const SERVER = `import { agents, getPrompt, renderSkill, skillTool, type AgentId, type SkillToolInput } from "./dist/skills/index.js";
 
@@ -49,7 +49,7 @@ let project = "";
 let installed = "";
 
 beforeAll(async () => {
-  // Packed from a copy, so its build never rewrites the dist/cli.js other tests are running.
+  // Packed from a copy, so its build never rewrites the dist/launch.cjs other tests are running.
   const source = await tempDir("skillbake-pack-");
   for (const input of PACK_INPUTS) await cp(join(REPO, input), join(source, input), { recursive: true });
   await symlink(join(REPO, "node_modules"), join(source, "node_modules"), "dir");
@@ -74,7 +74,7 @@ beforeAll(async () => {
 
 describe("the packed package", () => {
   it("ships the built CLI, the API and its declarations, docs and LICENSE; not the sources", () => {
-    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/cli.js", "package/dist/cli.cjs", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
+    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/launch.cjs", "package/dist/cli.cjs", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
     expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
     // The packer's code cache is for its own Node: each install makes its own.
     expect(files.filter((file) => file.endsWith(".cache"))).toEqual([]);

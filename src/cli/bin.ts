@@ -1,4 +1,4 @@
-// The CLI's entry, bundled into dist/cli.cjs and started by dist/cli.js (see launch.ts).
+// The CLI's entry, bundled into dist/cli.cjs and started by dist/launch.cjs (see launch.ts).
 import { main } from "./main.js";
 
 main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() }).then(exit, (error: unknown) => {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The `skills` command: starts the CLI (dist/cli.cjs, from bin.ts) from V8's code cache. Compiling the 2 MB
+// The `skills` command (dist/launch.cjs, a script: a run whose config runs as a script too starts no ES module
+// loader, see `bundleConfig`): starts the CLI (dist/cli.cjs, from bin.ts) from V8's code cache. Compiling the 2 MB
 // bundle took ~30 ms of every run and compiling its functions as they first ran as much again: about half of what
 // a small build costs beyond Node's own start. Node 20 keeps no code cache for ES modules, so the CLI is a script
 // run here, its cache kept beside it as Python keeps __pycache__, and used only as readCache says. esbuild's

@@ -6,18 +6,21 @@ import { readCacheFile, readRegularFile, writeCacheFile } from "./cache-file.js"
 import { TOOL_VERSION } from "./version.js";
 
 /** Bumped when the entry's layout changes. */
-const FORMAT = 1;
+const FORMAT = 2;
 
 /** What esbuild made of a TypeScript config, and what it read to make it. */
 export interface TranspiledConfig {
-  /** esbuild's output: the config and its local imports as one ES module, with an inline source map. */
+  /** esbuild's output: the config and its local imports as one script or ES module, with an inline source map. */
   code: string;
   /** The config and the local files bundled into `code`, absolute. */
   inputs: string[];
+  /** How `code` runs: as a function's body, or as an ES module (see `bundleConfig` in config.ts). */
+  kind: "script" | "module";
 }
 
 interface Entry {
   code: string;
+  kind: TranspiledConfig["kind"];
   /** Each bundled file with the sha256 of its bytes. */
   inputs: Record<string, string>;
   /** Each folder an import was resolved in (`./agents` becomes agents.ts where it was agents.js) with the sha256 of its entry names. */
@@ -42,7 +45,7 @@ export function readTranspiledConfig(file: string, cwd: string): TranspiledConfi
   for (const [path, digest] of Object.entries(entry.inputs)) if (fileDigest(path) !== digest) return undefined;
   for (const [path, digest] of Object.entries(entry.folders)) if (listingDigest(path) !== digest) return undefined;
   for (const [path, digest] of Object.entries(entry.settings)) if ((fileDigest(path) ?? "") !== digest) return undefined;
-  return { code: entry.code, inputs: Object.keys(entry.inputs).sort() };
+  return { code: entry.code, inputs: Object.keys(entry.inputs).sort(), kind: entry.kind };
 }
 
 /** One import esbuild's metafile records. */
@@ -89,7 +92,7 @@ export function writeTranspiledConfig(
     if (read === undefined || digest !== sha256(Buffer.from(read))) return;
     inputs[input] = digest;
   }
-  writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), JSON.stringify({ code: transpiled.code, inputs, folders, settings } satisfies Entry));
+  writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), JSON.stringify({ code: transpiled.code, kind: transpiled.kind, inputs, folders, settings } satisfies Entry));
 }
 
 /** The files esbuild consults for a bundled file, in its folder and every folder above. */
@@ -105,7 +108,7 @@ function entryKey(file: string, cwd: string): string {
 
 function readEntry(file: string, cwd: string): Entry | undefined {
   const entry = readCacheFile(entryPath(file), FORMAT, entryKey(file, cwd)) as Entry | undefined;
-  const valid = typeof entry?.code === "string" && isDigestRecord(entry.inputs) && Object.keys(entry.inputs).length > 0 && isDigestRecord(entry.folders) && isDigestRecord(entry.settings);
+  const valid = typeof entry?.code === "string" && (entry.kind === "script" || entry.kind === "module") && isDigestRecord(entry.inputs) && Object.keys(entry.inputs).length > 0 && isDigestRecord(entry.folders) && isDigestRecord(entry.settings);
   return valid ? entry : undefined;
 }
 

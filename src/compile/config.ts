@@ -5,6 +5,7 @@ import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { inspect } from "node:util";
+import { Script } from "node:vm";
 import { z } from "zod";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
 import { PRESETS, RULE_CODES } from "./rules.js";
@@ -315,7 +316,8 @@ async function importConfigFile(file: string, readOnly: boolean): Promise<Import
   }
   if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file, readOnly);
   const code: ConfigCode = { module: file, sources: [{ path: file, text: await readFile(file, "utf8") }] };
-  return { value: await evaluate(file, pathToFileURL(file).href + `?t=${Date.now()}`, code), inputs: [file], exportAt: exportLocation(file, code), code };
+  const url = pathToFileURL(file).href + `?t=${Date.now()}`;
+  return { value: await evaluate(file, () => importModule(url), code), inputs: [file], exportAt: exportLocation(file, code), code };
 }
 
 /**
@@ -361,42 +363,19 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
 async function importTypeScript(file: string, readOnly: boolean): Promise<ImportedConfig> {
   (globalThis as Record<symbol, unknown>)[ZOD_KEY] = z;
   const cwd = process.cwd();
-  const { code: output, inputs } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd, readOnly));
+  const { code: output, inputs, kind } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd, readOnly));
   const url = pathToFileURL(file).href;
   const code = `${output}\n//# sourceURL=${url}\n`;
   const configCode = typeScriptCode(file, code);
-  const module = `data:text/javascript;base64,${Buffer.from(code).toString("base64")}`;
-  return { value: await evaluate(file, module, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
+  const load = kind === "script" ? () => runScript(code, url) : () => importModule(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+  return { value: await evaluate(file, load, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
 }
 
 /** Bundles a TypeScript config with esbuild, and caches the result unless `readOnly` (src/compile/config-cache.ts). */
 async function transpileTypeScript(file: string, cwd: string, readOnly: boolean): Promise<TranspiledConfig> {
-  const { build } = loadEsbuild();
-  const url = pathToFileURL(file).href;
-  let output;
-  try {
-    output = await build({
-      entryPoints: [file],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      write: false,
-      metafile: true,
-      logLevel: "silent",
-      sourcemap: "inline",
-      define: { "import.meta.url": JSON.stringify(url), "import.meta.dirname": JSON.stringify(dirname(file)), "import.meta.filename": JSON.stringify(file) },
-      plugins: [skillbakeShim, packagesByPath],
-    });
-  } catch (error) {
-    const first = (error as { errors?: { text: string; detail?: unknown; location?: { file: string; line: number; column: number } }[] }).errors?.[0];
-    // A missing package is reported as a JavaScript config's would be, where Node fails to load it.
-    const text = first?.detail === MISSING_PACKAGE ? `the config failed to load: ${first.text}` : first?.text;
-    if (first?.location) throw new ConfigError(`${resolve(dirname(file), basename(first.location.file))}:${first.location.line}:${first.location.column + 1}`, text!);
-    throw new ConfigError(file, text ?? String(error));
-  }
+  const output = (await bundleConfig(file, "script")) ?? (await bundleConfig(file, "module"));
   const bundled = Object.entries(output.metafile.inputs).filter(([input]) => !input.startsWith(`${SHIM_NAMESPACE}:`));
-  const transpiled = { code: output.outputFiles[0]!.text, inputs: bundled.map(([input]) => resolve(cwd, input)).sort() };
+  const transpiled: TranspiledConfig = { code: output.code, inputs: bundled.map(([input]) => resolve(cwd, input)).sort(), kind: output.kind };
   const imports = new Map(
     bundled.map(([input, { imports }]) => [
       resolve(cwd, input),
@@ -407,6 +386,69 @@ async function transpileTypeScript(file: string, cwd: string, readOnly: boolean)
   const sources = new Map(typeScriptCode(file, transpiled.code).sources.map((source) => [source.path, source.text]));
   writeTranspiledConfig(file, cwd, transpiled, imports, sources);
   return transpiled;
+}
+
+/**
+ * How esbuild begins a script-kind bundle (see `bundleConfig`): the IIFE whose value is the config's exports
+ * assigned to a global, which `runScript` runs without declaring it.
+ */
+const SCRIPT_NAME = "__skillbakeConfig";
+const STRICT = '"use strict";\n';
+const SCRIPT_HEAD = `${STRICT}var ${SCRIPT_NAME} = `;
+
+/**
+ * esbuild's bundle of the config. A config that imports only its own files (no package, not even Node's own
+ * modules), with no top-level `await`, `import()` or `import.meta` (but its url, dirname and filename, which are
+ * replaced), is bundled as a script (`runScript`): as strict as a module and seeing the same names, run without
+ * starting Node's ES module loader (~3 ms of a small build). Any other is bundled as an ES module; asked for a
+ * script, undefined. A config that fails to bundle as a module throws a ConfigError.
+ */
+async function bundleConfig(file: string, kind: "script"): Promise<ConfigBundle | undefined>;
+async function bundleConfig(file: string, kind: "module"): Promise<ConfigBundle>;
+async function bundleConfig(file: string, kind: TranspiledConfig["kind"]): Promise<ConfigBundle | undefined> {
+  const { build } = loadEsbuild();
+  const url = pathToFileURL(file).href;
+  let output;
+  try {
+    output = await build({
+      entryPoints: [file],
+      bundle: true,
+      platform: "node",
+      ...(kind === "script" ? { format: "iife", globalName: SCRIPT_NAME, banner: { js: STRICT.trim() } } : { format: "esm" }),
+      target: "node20",
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+      sourcemap: "inline",
+      define: { "import.meta.url": JSON.stringify(url), "import.meta.dirname": JSON.stringify(dirname(file)), "import.meta.filename": JSON.stringify(file) },
+      plugins: [skillbakeShim, kind === "script" ? packagesExternal : packagesByPath],
+    });
+  } catch (error) {
+    if (kind === "script") return undefined;
+    const first = (error as { errors?: { text: string; detail?: unknown; location?: { file: string; line: number; column: number } }[] }).errors?.[0];
+    // A missing package is reported as a JavaScript config's would be, where Node fails to load it.
+    const text = first?.detail === MISSING_PACKAGE ? `the config failed to load: ${first.text}` : first?.text;
+    if (first?.location) throw new ConfigError(`${resolve(dirname(file), basename(first.location.file))}:${first.location.line}:${first.location.column + 1}`, text!);
+    throw new ConfigError(file, text ?? String(error));
+  }
+  const code = output.outputFiles[0]!.text;
+  if (kind === "module") return { code, metafile: output.metafile, kind };
+  const external = Object.values(output.metafile.inputs).some((input) => input.imports.some((imported) => imported.external));
+  // esbuild leaves an `import()` of a computed path as it is, which a script run from memory cannot run.
+  if (external || output.warnings.length > 0 || code.includes("import(") || !code.startsWith(SCRIPT_HEAD)) return undefined;
+  // The global's declaration blanked (every column kept for the source map): the IIFE's value is the script's.
+  return { code: `${STRICT}${" ".repeat(SCRIPT_HEAD.length - STRICT.length)}${code.slice(SCRIPT_HEAD.length)}`, metafile: output.metafile, kind };
+}
+
+interface ConfigBundle {
+  code: string;
+  metafile: import("esbuild").Metafile;
+  kind: TranspiledConfig["kind"];
+}
+
+/** Runs a script-kind config (see `bundleConfig`): its exports, or a rejection with what it threw. */
+function runScript(code: string, url: string): Promise<{ default?: unknown }> {
+  return new Promise((resolve) => resolve(new Script(code, { filename: url }).runInThisContext() as { default?: unknown }));
 }
 
 /**
@@ -457,6 +499,14 @@ const packagesByPath = {
   },
 };
 
+/** For a script-kind bundle: any package (or Node module) stays external, which makes the config a module (see `bundleConfig`). */
+const packagesExternal = {
+  name: "packages-external",
+  setup(build: import("esbuild").PluginBuild) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 /** The shim's esbuild namespace: its module is `skillbake-shim:skillbake` in the metafile. */
 const SHIM_NAMESPACE = "skillbake-shim";
 
@@ -497,8 +547,8 @@ export function importModule(url: string): Promise<unknown> {
   return typeof __skillbakeImport === "function" ? __skillbakeImport(url) : import(url);
 }
 
-/** Imports the config and awaits its default export (which may be a promise of the config), bounded in time. */
-async function evaluate(file: string, url: string, code: ConfigCode): Promise<unknown> {
+/** Runs the config (`load`) and awaits its default export (which may be a promise of the config), bounded in time. */
+async function evaluate(file: string, load: () => Promise<unknown>, code: ConfigCode): Promise<unknown> {
   const timeout = Symbol("timeout");
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
@@ -506,7 +556,7 @@ async function evaluate(file: string, url: string, code: ConfigCode): Promise<un
   });
   let imported = false;
   try {
-    const module = await Promise.race([importModule(url) as Promise<{ default?: unknown }>, timedOut]);
+    const module = await Promise.race([load() as Promise<{ default?: unknown }>, timedOut]);
     imported = true;
     if (module.default === undefined) throw new ConfigError(file, "the config has no default export; write `export default defineConfig({ … })`");
     return await Promise.race([module.default, timedOut]);
