@@ -528,8 +528,31 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     expect(lines.filter((line) => line.startsWith("@@"))).toHaveLength(2);
     const pretty = formatDiffPretty(bundles, { before: "a", after: "b" }, plain);
     expect(pretty).toContain("  ~ Changed the skill tool's description: +2 -2 lines\n      --- tool description (before)\n");
-    expect(pretty.split("\n").length).toBeLessThan(30);
+    expect(pretty.split("\n").length).toBeLessThan(40);
     expect(pretty).not.toContain("skill-1000");
+  });
+
+  it("the size of a skill tool's description, which the model reads instead of a catalogue in the prompt, beside the prompt's", () => {
+    const before = manifest({ main: agent([], { toolDescription: "a".repeat(400), characters: { prompt: 0, catalogue: 0 } }), chat: agent([]) });
+    const after = manifest({ main: agent([], { toolDescription: "a".repeat(480), characters: { prompt: 0, catalogue: 0 } }), chat: agent([]) });
+    // The manifests record no count of it: every agent is estimated, and says why.
+    const estimated = diffBundles(before, after);
+    expect(estimated.tokenEstimate).toBe("the bundles record no token counts of the skill tool's description");
+    expect(estimated.agents.map((diff) => [diff.id, diff.tool])).toEqual([
+      ["chat", undefined],
+      ["main", { before: { characters: 400, tokens: 100 }, after: { characters: 480, tokens: 120 } }],
+    ]);
+    const counted = diffBundles(before, after, { encoding: "o200k_base", before: new Map([["main", 0], ["chat", 26]]), after: new Map([["main", 0], ["chat", 26]]), tools: { before: new Map([["main", 50]]), after: new Map([["main", 60]]) } });
+    expect(counted.agents[1]!.tool).toEqual({ before: { characters: 400, tokens: 50 }, after: { characters: 480, tokens: 60 } });
+    const pretty = formatDiffPretty(counted, { before: "a", after: "b" }, plain);
+    expect(pretty).toContain("  prompt characters: 0\n  tokens (o200k_base): 0\n  skill tool description characters: 400 → 480 (+80)\n  skill tool description tokens (o200k_base): 50 → 60 (+10)");
+    expect(pretty.match(/skill tool description characters/g)).toHaveLength(1);
+    const markdown = formatDiffMarkdown(counted, { limit: COMMENT_LIMIT });
+    expect(markdown).toContain("| `main` | tool description | 0 + tool 400 → 480 (+80) | 0 + tool 50 → 60 (+10) | — |");
+    expect(markdown).toContain("| `chat` | none | 101 | 26 | — |");
+    // An agent that gained the tool: nothing before.
+    const gained = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([], { toolDescription: "Load one." }) })).agents[0]!;
+    expect(gained.tool).toEqual({ before: { characters: 0, tokens: 0 }, after: { characters: 9, tokens: 3 } });
   });
 
   it("context files and budgets compared: a changed hash, an unknown one, limits in characters and in tokens with the skills dropped", () => {
@@ -561,7 +584,7 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     const none = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]) }));
     expect(none.tokenEstimate).toBe("the bundles do not record token counts in one encoding");
     expect(diffBundles(manifest({ main: agent([]) }), manifest({}), { estimate: "why" }).tokenEstimate).toBe("why");
-    const given = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]), other: agent([]) }), { encoding: "e", before: new Map([["main", 3]]), after: new Map([["main", 4]]) });
+    const given = diffBundles(manifest({ main: agent([]) }), manifest({ main: agent([]), other: agent([]) }), { encoding: "e", before: new Map([["main", 3]]), after: new Map([["main", 4]]), tools: { before: new Map(), after: new Map() } });
     expect(given.tokenEncoding).toBe("e");
     expect(given.agents.map((diff) => [diff.id, diff.prompt.before.tokens, diff.prompt.after.tokens])).toEqual([["main", 3, 4], ["other", 0, 0]]);
   });

@@ -114,6 +114,17 @@ describe("skills diff names every change the model sees", () => {
       linesRemoved: 1,
       diff: expect.stringMatching(/^--- tool description \(before\)\n\+\+\+ tool description \(after\)\n@@ /),
     });
+    // Its size beside the prompt's (which holds no catalogue), its tokens counted as the prompts' are.
+    const { before, after } = agent("tools").toolDescription as { before: string; after: string };
+    const { tool } = agent("tools") as { tool: { before: { characters: number; tokens: number }; after: { characters: number; tokens: number } } };
+    expect([tool.before.characters, tool.after.characters]).toEqual([before.length, after.length]);
+    expect(tool.before.tokens).toBeGreaterThan(before.length / 8);
+    expect(tool.after.tokens).toBeGreaterThan(tool.before.tokens);
+    expect(json.tokenEncoding).toBe("o200k_base");
+    const grew = (size: { before: number; after: number }) => `${size.before.toLocaleString("en")} → ${size.after.toLocaleString("en")} (+${(size.after - size.before).toLocaleString("en")})`;
+    const characters = grew({ before: tool.before.characters, after: tool.after.characters });
+    expect(outputs.pretty).toContain(`  skill tool description characters: ${characters}\n  skill tool description tokens (o200k_base): ${grew({ before: tool.before.tokens, after: tool.after.tokens })}`);
+    expect(outputs.markdown).toMatch(new RegExp(`^\\| \`tools\` \\| [^|]+ \\| \\d+ \\+ tool ${characters.replace(/[()+]/g, "\\$&")} \\|`, "m"));
   });
 
   it("context changes", () => {

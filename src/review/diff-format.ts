@@ -3,7 +3,7 @@
  * and `json`. Every string in a diff comes from a bundle a pull request may have committed: it is escaped for its
  * output, and every line and list is cut to a size, so no one value can push another change out of view.
  */
-import { cutLine, LINE_MAX, PERMISSION_FIELDS, TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff, type FieldChange, type RemovalReason } from "./diff.js";
+import { cutLine, LINE_MAX, PERMISSION_FIELDS, TOKEN_ESTIMATE_LABEL, type AgentDiff, type BudgetState, type BundleDiff, type FieldChange, type PromptSize, type RemovalReason } from "./diff.js";
 import type { Placement } from "./manifest.js";
 import { escapeInvisible, escapeMarkdown, type Style } from "../compile/terminal.js";
 
@@ -135,8 +135,13 @@ export function formatDiffPretty(diff: BundleDiff, labels: { before: string; aft
       for (const line of item.block ?? []) lines.push(`      ${line}`);
     }
     const { before, after } = agent.prompt;
+    const tokens = diff.tokenEncoding ? tokensLabel(diff, plain) : style.dim(TOKEN_ESTIMATE_LABEL);
     lines.push(`  prompt characters: ${change(before.characters, after.characters)}`);
-    lines.push(`  ${diff.tokenEncoding ? tokensLabel(diff, plain) : style.dim(TOKEN_ESTIMATE_LABEL)}: ${change(before.tokens, after.tokens)}`);
+    lines.push(`  ${tokens}: ${change(before.tokens, after.tokens)}`);
+    if (agent.tool) {
+      lines.push(`  skill tool description characters: ${change(agent.tool.before.characters, agent.tool.after.characters)}`);
+      lines.push(`  skill tool description ${tokens}: ${change(agent.tool.before.tokens, agent.tool.after.tokens)}`);
+    }
     const budget = budgetChange(agent, units, plain);
     if (budget) lines.push(`  ${budgetLabel(units)}: ${budget}`);
   }
@@ -167,7 +172,9 @@ export function formatDiffMarkdown(diff: BundleDiff, { limit, bytes = false, res
     const { before, after } = agent.prompt;
     // GFM splits a table cell at every unescaped "|", even inside a code span.
     const cell = (text: string) => text.replace(/\|/g, "\\|");
-    out.add([`| ${cell(codeSpan(agent.id))} | ${changeCounts(agent)} | ${change(before.characters, after.characters)} | ${change(before.tokens, after.tokens)} | ${cell(budgetChange(agent, units, codeSpan) ?? "—")} |`]);
+    // What the model reads of a skill tool's description comes after the prompt's.
+    const withTool = (key: keyof PromptSize) => `${change(before[key], after[key])}${agent.tool ? ` + tool ${change(agent.tool.before[key], agent.tool.after[key])}` : ""}`;
+    out.add([`| ${cell(codeSpan(agent.id))} | ${changeCounts(agent)} | ${withTool("characters")} | ${withTool("tokens")} | ${cell(budgetChange(agent, units, codeSpan) ?? "—")} |`]);
   }
   if (diff.tokenEstimate) out.add(["", `Tokens are estimated: ${escapeMarkdown(diff.tokenEstimate)}.`]);
   const details: { agent: AgentDiff; item: Item }[] = [];

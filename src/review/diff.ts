@@ -230,6 +230,8 @@ export interface AgentDiff {
   toolDescription?: { before?: string; after?: string; linesAdded: number; linesRemoved: number; diff: string };
   format?: { before: string; after: string };
   prompt: { before: PromptSize; after: PromptSize; changed: boolean };
+  /** With `catalogue: "tool"` on either side: the size of the skill tool's description, what its model reads of the catalogue. */
+  tool?: { before: PromptSize; after: PromptSize };
   budget: { before?: BudgetState; after?: BudgetState };
 }
 
@@ -243,30 +245,36 @@ export interface BundleDiff {
   agents: AgentDiff[];
 }
 
-/** Tokens of each agent's prompt on each side, counted in one encoding (see load.ts). */
+/** Tokens of each agent's prompt on each side, and of each skill tool's description, counted in one encoding (see load.ts). */
 export interface PromptTokens {
   encoding: string;
   before: ReadonlyMap<string, number>;
   after: ReadonlyMap<string, number>;
+  tools: { before: ReadonlyMap<string, number>; after: ReadonlyMap<string, number> };
 }
 
 /**
  * What changed for each agent between two bundles. `tokens`: the prompts counted; without, the manifests' own counts
- * when every agent of both recorded them in one encoding, else estimates (`estimate` says why).
+ * when every agent of both recorded them in one encoding and none has a skill tool's description (which no manifest
+ * counts), else estimates (`estimate` says why).
  */
 export function diffBundles(before: ReviewManifest, after: ReviewManifest, tokens?: PromptTokens | { estimate: string }): BundleDiff {
   const ids = [...new Set([...before.agents.keys(), ...after.agents.keys()])].sort(compareStrings);
   let counts: PromptTokens | undefined = tokens && "encoding" in tokens ? tokens : undefined;
+  let estimate = tokens && "estimate" in tokens ? tokens.estimate : "the bundles do not record token counts in one encoding";
   if (!tokens) {
     // Counts of two encodings (or counts against estimates) would compare unlike things: then both sides are estimated.
-    const encodings = new Set([...before.agents.values(), ...after.agents.values()].map((agent) => agent.tokens?.encoding));
+    // A manifest records no count of a skill tool's description: with one, too.
+    const agents = [...before.agents.values(), ...after.agents.values()];
+    const encodings = new Set(agents.map((agent) => agent.tokens?.encoding));
     const [encoding] = encodings;
-    if (encodings.size === 1 && encoding !== undefined) counts = { encoding, before: recordedTokens(before), after: recordedTokens(after) };
+    if (agents.some((agent) => agent.toolDescription !== undefined)) estimate = "the bundles record no token counts of the skill tool's description";
+    else if (encodings.size === 1 && encoding !== undefined) counts = { encoding, before: recordedTokens(before), after: recordedTokens(after), tools: { before: new Map(), after: new Map() } };
   }
   const agents = ids.map((id) => diffAgent(id, before.agents.get(id), after.agents.get(id), after.failed, counts));
   const changed = agents.some((agent) => agent.status !== "unchanged");
   if (counts) return { changed, tokenEncoding: counts.encoding, agents };
-  return { changed, tokenEstimate: tokens && "estimate" in tokens ? tokens.estimate : "the bundles do not record token counts in one encoding", agents };
+  return { changed, tokenEstimate: estimate, agents };
 }
 
 function recordedTokens(manifest: ReviewManifest): Map<string, number> {
@@ -278,6 +286,11 @@ function emptyAgentDiff(id: string, before: ReviewAgent | undefined, after: Revi
     const characters = agent?.characters.prompt ?? 0;
     return { characters, tokens: !agent ? 0 : side ? (side.get(id) ?? 0) : estimateTokens(characters) };
   };
+  const toolSize = (agent: ReviewAgent | undefined, side: ReadonlyMap<string, number> | undefined): PromptSize => {
+    const characters = agent?.toolDescription?.length ?? 0;
+    return { characters, tokens: agent?.toolDescription === undefined ? 0 : side ? (side.get(id) ?? 0) : estimateTokens(characters) };
+  };
+  const tool = before?.toolDescription !== undefined || after?.toolDescription !== undefined;
   return {
     id,
     status: "unchanged",
@@ -296,6 +309,7 @@ function emptyAgentDiff(id: string, before: ReviewAgent | undefined, after: Revi
       changed: (before?.promptHash ?? EMPTY_PROMPT_HASH) !== (after?.promptHash ?? EMPTY_PROMPT_HASH),
     },
     budget: { before: budgetState(before), after: budgetState(after) },
+    ...(tool ? { tool: { before: toolSize(before, counts?.tools.before), after: toolSize(after, counts?.tools.after) } } : {}),
   };
 }
 

@@ -91,7 +91,7 @@ function nearFolder(path: string, label: string): string {
 }
 
 /**
- * Every agent's prompt tokens on both sides, in the encoding the manifests record (when they agree on one) or
+ * Every agent's prompt tokens on both sides (and its skill tool description's, counted), in the encoding the manifests record (when they agree on one) or
  * `o200k_base`: taken from a manifest that counted in it, else counted from `prompts/<id>.txt` beside it, which
  * must be the prompt the manifest records. `{ estimate }` says why they cannot be counted (a manifest.json copied
  * without its prompts, or gpt-tokenizer not installed).
@@ -101,15 +101,17 @@ export async function countPromptTokens(before: LoadedBundle | undefined, after:
   const recorded = new Set(sides.flatMap(({ manifest }) => [...manifest.agents.values()].flatMap((agent) => (agent.tokens ? [agent.tokens.encoding] : []))));
   const [only] = recorded;
   const encoding: TokenEncoding = recorded.size === 1 && (TOKEN_ENCODINGS as readonly string[]).includes(only!) ? (only as TokenEncoding) : DEFAULT_TOKEN_ENCODING;
-  const texts: { side: LoadedBundle; id: string; text: string }[] = [];
-  const counts = new Map<LoadedBundle, Map<string, number>>(sides.map((side) => [side, new Map()]));
+  const texts: { into: Map<string, number>; id: string; text: string }[] = [];
+  const counts = new Map<LoadedBundle, { prompts: Map<string, number>; tools: Map<string, number> }>(sides.map((side) => [side, { prompts: new Map(), tools: new Map() }]));
   for (const side of sides) {
+    const { prompts, tools } = counts.get(side)!;
     for (const [id, agent] of side.manifest.agents) {
-      if (agent.tokens?.encoding === encoding) counts.get(side)!.set(id, agent.tokens.prompt);
+      if (agent.toolDescription !== undefined) texts.push({ into: tools, id, text: agent.toolDescription });
+      if (agent.tokens?.encoding === encoding) prompts.set(id, agent.tokens.prompt);
       else {
         const text = readPrompt(side, id, agent.promptHash);
         if (text === undefined) return { estimate: `${side.label}/prompts/${id}.txt is missing` };
-        texts.push({ side, id, text });
+        texts.push({ into: prompts, id, text });
       }
     }
   }
@@ -122,9 +124,11 @@ export async function countPromptTokens(before: LoadedBundle | undefined, after:
     }
     const tokens = await counter.count(texts.map(({ text }) => text)).catch(() => undefined);
     if (!tokens) return { estimate: `the ${encoding} tokenizer failed` };
-    texts.forEach(({ side, id }, index) => counts.get(side)!.set(id, tokens[index]!));
+    texts.forEach(({ into, id }, index) => into.set(id, tokens[index]!));
   }
-  return { encoding, before: before ? counts.get(before)! : new Map(), after: counts.get(after)! };
+  const none = { prompts: new Map<string, number>(), tools: new Map<string, number>() };
+  const [was, is] = [before ? counts.get(before)! : none, counts.get(after)!];
+  return { encoding, before: was.prompts, after: is.prompts, tools: { before: was.tools, after: is.tools } };
 }
 
 /** `prompts/<id>.txt` of a bundle folder, read as `build --check` reads bundle files, and checked against the manifest's hash. */
