@@ -28,7 +28,7 @@ function config({ budget, after }: { budget?: number; after: boolean }) {
 
 let dir = "";
 const outputs: Record<"pretty" | "markdown" | "json", string> = { pretty: "", markdown: "", json: "" };
-let json: { agents: { id: string; [key: string]: unknown }[] };
+let json: { tokenEncoding?: string; agents: { id: string; [key: string]: unknown }[] };
 const agent = (id: string) => json.agents.find((entry) => entry.id === id)! as Record<string, unknown>;
 
 beforeAll(async () => {

@@ -14,7 +14,7 @@ export interface TranspiledConfig {
   code: string;
   /** The config and the local files bundled into `code`, absolute. */
   inputs: string[];
-  /** How `code` runs: as a function's body, or as an ES module (see `bundleConfig` in config.ts). */
+  /** How `code` runs: as a script, or as an ES module (see `bundleConfig` in config.ts). */
   kind: "script" | "module";
 }
 

@@ -91,10 +91,10 @@ function nearFolder(path: string, label: string): string {
 }
 
 /**
- * Every agent's prompt tokens on both sides (and its skill tool description's, counted), in the encoding the manifests record (when they agree on one) or
+ * Every agent's prompt tokens on both sides, in the encoding the manifests record (when they agree on one) or
  * `o200k_base`: taken from a manifest that counted in it, else counted from `prompts/<id>.txt` beside it, which
- * must be the prompt the manifest records. `{ estimate }` says why they cannot be counted (a manifest.json copied
- * without its prompts, or gpt-tokenizer not installed).
+ * must be the prompt the manifest records; and each skill tool's description's, counted. `{ estimate }` says why
+ * they cannot be counted (a manifest.json copied without its prompts, or gpt-tokenizer not installed).
  */
 export async function countPromptTokens(before: LoadedBundle | undefined, after: LoadedBundle): Promise<PromptTokens | { estimate: string }> {
   const sides = before ? [before, after] : [after];
