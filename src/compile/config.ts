@@ -352,9 +352,10 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
 }
 
 /**
- * TypeScript configs are bundled by esbuild and imported from memory (a data: URL): no module is written, so
- * `check` and `build --check` work in a read-only checkout and a killed build leaves nothing behind (esbuild's
- * output is cached, by a rename, when the cache folder can be written: src/compile/config-cache.ts). Packages
+ * TypeScript configs are bundled by esbuild and run from memory (as a script, or imported from a data: URL as a
+ * module: see `bundleConfig`): no file is written, so `check` and `build --check` work in a read-only checkout
+ * and a killed build leaves nothing behind (esbuild's output is cached, by a rename, when the cache folder can be
+ * written: src/compile/config-cache.ts). Packages
  * stay external, imported by the absolute path they resolve to from the config's folder, as Node would resolve
  * them beside the config; `import.meta.url` (and `dirname`, `filename`) are the config's, in the local files it
  * imports too (they are one bundle); stack frames name the config (`//# sourceURL`), and are mapped back to the
