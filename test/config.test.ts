@@ -3,6 +3,7 @@ import { chmod, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
+import { importsPackage } from "../src/compile/config.js";
 import { ConfigError, loadConfig } from "../src/index.js";
 import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -126,6 +127,13 @@ describe("loadConfig", () => {
     expect(await load('const described = import.meta.resolve("node:path");')).toEqual({ description: "node:path", kind: "module" });
     expect(await load('const path = "node:path";\nconst described = typeof (await import(path)).join;')).toEqual({ description: "function", kind: "module" });
     expect(await load('const path = "node:path";\nconst load = () => import(path);\nconst described = typeof load;')).toEqual({ description: "function", kind: "module" });
+  });
+
+  it("tells a config that imports a package (bundled at every build, so never tried as a script first) by its text", () => {
+    for (const text of ['import { root } from "shared-roots";', "import 'polyfill';", 'export { root } from "@scope/roots";', 'const roots = await import("roots");', 'import{x}from"pkg/sub"'])
+      expect(importsPackage(text), text).toBe(true);
+    for (const text of ['import { defineConfig } from "skillbake";', 'import { join } from "node:path";', 'import fs from "fs";', 'import { roots } from "./roots";', 'import x from "/abs/roots.ts";', 'const from = "pkg";'])
+      expect(importsPackage(text), text).toBe(false);
   });
 
   it("reports a TypeScript syntax error with file:line:col, exit 2 from the CLI", async () => {

@@ -374,7 +374,9 @@ async function importTypeScript(file: string, readOnly: boolean): Promise<Import
 
 /** Bundles a TypeScript config with esbuild, and caches the result unless `readOnly` (src/compile/config-cache.ts). */
 async function transpileTypeScript(file: string, cwd: string, readOnly: boolean): Promise<TranspiledConfig> {
-  const output = (await bundleConfig(file, "script")) ?? (await bundleConfig(file, "module"));
+  // A config that imports a package is bundled again at every build (it is not cached): not tried as a script first.
+  const script = importsPackage(await readFile(file, "utf8")) ? undefined : await bundleConfig(file, "script");
+  const output = script ?? (await bundleConfig(file, "module"));
   const bundled = Object.entries(output.metafile.inputs).filter(([input]) => !input.startsWith(`${SHIM_NAMESPACE}:`));
   const transpiled: TranspiledConfig = { code: output.code, inputs: bundled.map(([input]) => resolve(cwd, input)).sort(), kind: output.kind };
   const imports = new Map(
@@ -439,6 +441,18 @@ async function bundleConfig(file: string, kind: TranspiledConfig["kind"]): Promi
   if (external || output.warnings.length > 0 || code.includes("import(") || !code.startsWith(SCRIPT_HEAD)) return undefined;
   // The global's declaration blanked (every column kept for the source map): the IIFE's value is the script's.
   return { code: `${STRICT}${" ".repeat(SCRIPT_HEAD.length - STRICT.length)}${code.slice(SCRIPT_HEAD.length)}`, metafile: output.metafile, kind };
+}
+
+/** Each specifier a module's text imports (or exports) from, by `from "…"`, `import "…"` or `import("…")`. */
+const IMPORTED = /(?:\bfrom|\bimport)\s*\(?\s*["']([^"']+)["']/g;
+
+/**
+ * Whether `text` imports a package: a specifier that is no path, not `skillbake` and not one of Node's modules.
+ * @internal
+ */
+export function importsPackage(text: string): boolean {
+  for (const [, specifier] of text.matchAll(IMPORTED)) if (!/^[./]/.test(specifier!) && specifier !== "skillbake" && !isBuiltin(specifier!)) return true;
+  return false;
 }
 
 interface ConfigBundle {
