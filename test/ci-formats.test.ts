@@ -68,6 +68,29 @@ describe("--format github", () => {
   });
 });
 
+describe("--format github past what GitHub shows", () => {
+  const annotations = (severity: Annotation["severity"], count: number): Annotation[] => Array.from({ length: count }, (_, i) => ({ severity, rule: "r", message: `m${i}` }));
+
+  it("ends with a notice counting them when a kind passes 10, GitHub's annotations per kind and step", () => {
+    expect(formatGithub([...annotations("error", 10), ...annotations("warning", 10)])).not.toContain("::notice");
+    const lines = formatGithub([...annotations("error", 2), ...annotations("warning", 11)]).split("\n");
+    expect(lines).toHaveLength(14);
+    expect(lines.at(-1)).toBe("::notice title=skillbake::2 errors and 11 warnings: GitHub shows the first 10 of each kind on the pull request; this step's log lists every one.");
+    expect(formatGithub(annotations("error", 11)).split("\n").at(-1)).toMatch(/^::notice title=skillbake::11 errors: GitHub shows/);
+  });
+
+  it("from the CLI: every finding a command, then the notice", async () => {
+    const dir = await tempDir();
+    const skills = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`skills/skill-${i}/SKILL.md`, skillMd(`other-${i}`)]));
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }), ...skills });
+    const run = await runCli(["check", "--format", "github"], { cwd: dir });
+    expect(run.code).toBe(0);
+    const lines = run.stderr.trim().split("\n");
+    expect(lines.filter((line) => line.startsWith("::warning ") && line.includes("title=name-mismatch::"))).toHaveLength(12);
+    expect(lines.at(-1)).toBe("::notice title=skillbake::12 warnings: GitHub shows the first 10 of each kind on the pull request; this step's log lists every one.");
+  });
+});
+
 describe("--format sarif", () => {
   it("prints a SARIF 2.1.0 log that the schema accepts: every rule, results with regions relative to the working folder", async () => {
     const dir = await monorepo();

@@ -112,7 +112,7 @@ describe("skill text cannot forge a GitHub workflow command in any output", () =
     "skills/##[error]folder/SKILL.md": skillMd("folder"),
   });
   /** A command skillbake writes itself with --format github: every value escaped, the data after `::`. */
-  const OWN_COMMAND = /^::(error|warning) (file=[^,:]*,)?(line=\d+,)?(endLine=\d+,)?(col=\d+,)?(endColumn=\d+,)?title=[a-z-]+::/;
+  const OWN_COMMAND = /^::(error|warning) (file=[^,:]*,)?(line=\d+,)?(endLine=\d+,)?(col=\d+,)?(endColumn=\d+,)?title=[a-z-]+::|^::notice title=skillbake::\d+ (errors?|warnings?)( and \d+ warnings?)?: GitHub shows/;
 
   /** Lines a runner would act on (it trims leading whitespace; `##[` counts anywhere) that skillbake did not write. */
   function forgedLines(output: string): string[] {

@@ -175,26 +175,43 @@ export function configErrorAnnotation(where: string, detail: string, cwd: string
   return { severity: "error", rule: "config-error", message: detail, file: ciPath(at ? at[1]! : where, cwd), ...(at ? { line: Number(at[2]), column: Number(at[3]) } : {}) };
 }
 
-/** GitHub Actions workflow commands: annotations on the pull request's files. */
+/** Annotations of one kind (error, warning) GitHub shows for a step; the rest are only in its log. */
+const ANNOTATIONS_SHOWN_PER_KIND = 10;
+
+/**
+ * GitHub Actions workflow commands: annotations on the pull request's files. Past what GitHub shows of a kind, a
+ * last notice says how many there are, so that a pull request's page does not look like it holds all of them.
+ */
 export function formatGithub(annotations: readonly Annotation[]): string {
-  return annotations
-    .map((annotation) => {
-      const properties = [
-        // Escaped as in the pretty report before GitHub's own escapes (which the runner undoes): a name with such
-        // characters loses its inline annotation, but neither the log nor the annotation shows them raw.
-        annotation.file ? `file=${escapeProperty(escapeWorkflowCommands(escapeInvisible(annotation.file)))}` : undefined,
-        annotation.line ? `line=${annotation.line}` : undefined,
-        annotation.endLine ? `endLine=${annotation.endLine}` : undefined,
-        annotation.column ? `col=${annotation.column}` : undefined,
-        annotation.endColumn ? `endColumn=${annotation.endColumn}` : undefined,
-        `title=${escapeProperty(annotation.rule)}`,
-      ].filter(Boolean);
-      // Names in the message too; its one real line break, before the hint, is GitHub's %0A. A `##[` in a name
-      // would be read as a command of its own.
-      const message = escapeWorkflowCommands(shownMessage(annotation));
-      return `::${annotation.severity} ${properties.join(",")}::${escapeData(message)}`;
-    })
-    .join("\n");
+  const commands = annotations.map(workflowCommand);
+  const { errors, warnings } = countAnnotations(annotations);
+  if (errors > ANNOTATIONS_SHOWN_PER_KIND || warnings > ANNOTATIONS_SHOWN_PER_KIND) {
+    const counted = [counting(errors, "error"), counting(warnings, "warning")].filter(Boolean).join(" and ");
+    commands.push(`::notice title=skillbake::${counted}: GitHub shows the first ${ANNOTATIONS_SHOWN_PER_KIND} of each kind on the pull request; this step's log lists every one.`);
+  }
+  return commands.join("\n");
+}
+
+/** "3 warnings", "1 error"; nothing for none. */
+function counting(count: number, noun: string): string {
+  return count === 0 ? "" : `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function workflowCommand(annotation: Annotation): string {
+  const properties = [
+    // Escaped as in the pretty report before GitHub's own escapes (which the runner undoes): a name with such
+    // characters loses its inline annotation, but neither the log nor the annotation shows them raw.
+    annotation.file ? `file=${escapeProperty(escapeWorkflowCommands(escapeInvisible(annotation.file)))}` : undefined,
+    annotation.line ? `line=${annotation.line}` : undefined,
+    annotation.endLine ? `endLine=${annotation.endLine}` : undefined,
+    annotation.column ? `col=${annotation.column}` : undefined,
+    annotation.endColumn ? `endColumn=${annotation.endColumn}` : undefined,
+    `title=${escapeProperty(annotation.rule)}`,
+  ].filter(Boolean);
+  // Names in the message too; its one real line break, before the hint, is GitHub's %0A. A `##[` in a name
+  // would be read as a command of its own.
+  const message = escapeWorkflowCommands(shownMessage(annotation));
+  return `::${annotation.severity} ${properties.join(",")}::${escapeData(message)}`;
 }
 
 /** The message, then the hint on a line of its own, each with control and bidi characters escaped. */
