@@ -1,8 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lstatSync, statSync, utimesSync } from "node:fs";
+import { lstatSync, readFileSync, statSync, utimesSync } from "node:fs";
 import { lstat, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
+import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
 import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
@@ -354,6 +355,23 @@ describe("cache files", () => {
     const header = JSON.stringify({ format: 1, key: "key", sha256: createHash("sha256").update(payload).digest("hex") });
     await writeFile(file, Buffer.concat([Buffer.from(`${header}\n`), payload]));
     expect(readCacheFile(file, 1, "key")).toEqual(value);
+  });
+
+  it("writes any text as ASCII, each character past it as \\u and four hex digits, and reads it back the same", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "x.json");
+    const unit = fc.oneof(fc.constantFrom("a", '"', "\\", "\n", "\u007f", "\u0080", "\u00ff", "\u0100", "\u0fff", "\u1000", "\ud83d", "\ude00", "\uffff"), fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)));
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit }), { maxLength: 8 }), (value) => {
+        const json = JSON.stringify(value);
+        writeCacheFile(file, 1, "key", json);
+        const bytes = readFileSync(file);
+        const payload = bytes.subarray(bytes.indexOf(0x0a) + 1).toString("latin1");
+        expect(payload).toBe(json.replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`));
+        expect(readCacheFile(file, 1, "key")).toEqual(value);
+      }),
+      { numRuns: 300, seed: 21 },
+    );
   });
 });
 

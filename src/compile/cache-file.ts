@@ -2,7 +2,7 @@ import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { escapeRuns } from "./ascii.js";
+import { escapedBytes } from "./ascii.js";
 
 /**
  * A cache file of skillbake's (`node_modules/.cache/skillbake/…`): a header line `{ format, key, sha256 }`, then
@@ -35,7 +35,7 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
   // Encoded once, for the hash and the file (a payload is ~14 MB at 10,000 skills).
   // The byte count tells an ASCII payload (most are) at a fraction of the cost of a search for what to escape.
-  const bytes = Buffer.from(Buffer.byteLength(payload) === payload.length ? payload : escapeRuns(payload, /[\u0080-\uffff]+/g), "latin1");
+  const bytes = Buffer.byteLength(payload) === payload.length ? Buffer.from(payload, "latin1") : escapedBytes(payload, /[\u0080-\uffff]+/g);
   const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(bytes).digest("hex") });
   // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one. Created
   // anew (O_EXCL): a link put at that name beforehand is neither followed (writing the file it leads to) nor removed.
