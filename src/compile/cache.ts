@@ -10,6 +10,7 @@ import type { FolderEntry, TakenStats } from "./discover.js";
 import { fileStatsOf, type FileStats } from "./resources.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
+import { systemCallPath } from "./system-path.js";
 
 /** Bumped when the file's layout changes. */
 const FORMAT = 2;
@@ -199,7 +200,7 @@ export class BuildCache {
   listFolder(dir: string, displayPath: string, taken?: TakenStats, seen?: Map<string, ListedFolder>): FolderEntry[] {
     const record = this.previous.folders[displayPath];
     // Its stats tell whether a record still holds, make one, and vouch for a watching session's listing.
-    const stats = taken ?? (record || seen || this.saves ? statSync(dir, { bigint: true, throwIfNoEntry: false }) : undefined);
+    const stats = taken ?? (record || seen || this.saves ? statSync(systemCallPath(dir), { bigint: true, throwIfNoEntry: false }) : undefined);
     if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {
       this.folderStats.unlisted++;
       this.next.folders[displayPath] = record;
@@ -207,7 +208,7 @@ export class BuildCache {
       seen?.set(dir, { stats: fileStatsOf(stats), entries });
       return entries;
     }
-    const entries = readdirSync(dir, { withFileTypes: true });
+    const entries = readdirSync(systemCallPath(dir), { withFileTypes: true });
     if (stats) seen?.set(dir, { stats: fileStatsOf(stats), entries });
     this.folderStats.listed++;
     if (!this.saves) return entries;

@@ -4,6 +4,7 @@ import { isIgnored, withGitignore, type GitignoreRules } from "./gitignore.js";
 import { withThousands, type Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
+import { systemCallPath } from "./system-path.js";
 
 /**
  * Files (and folders) one skill folder may list, counting each path links lead to: links that fan out into a
@@ -60,7 +61,7 @@ export type ListFolder = (dir: string) => FolderEntry[];
 
 /** `ListFolder` without a cache. */
 export function readFolder(dir: string): FolderEntry[] {
-  return readdirSync(dir, { withFileTypes: true });
+  return readdirSync(systemCallPath(dir), { withFileTypes: true });
 }
 
 /** A stat record as the walk and the build cache read one: Node's `BigIntStats`, spelled out so the package's declarations need no @types/node. */
@@ -123,8 +124,9 @@ export function leftFilesOutBySize(listing: Pick<RootListing, "findings">): bool
  * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
  */
 export function statsThroughLink(path: string): BigIntStats | undefined {
-  const found = lstatSync(path, { bigint: true, throwIfNoEntry: false });
-  return found?.isSymbolicLink() ? statSync(path, { bigint: true, throwIfNoEntry: false }) : found;
+  const target = systemCallPath(path);
+  const found = lstatSync(target, { bigint: true, throwIfNoEntry: false });
+  return found?.isSymbolicLink() ? statSync(target, { bigint: true, throwIfNoEntry: false }) : found;
 }
 
 /**
@@ -429,7 +431,7 @@ class RootWalk {
   private identify(path: string, realPath: string, consequence: string): FileStats | undefined {
     let stats: TakenStats;
     try {
-      stats = takeStats(this.options.filesTaken, realPath) ?? lstatSync(realPath, { bigint: true });
+      stats = takeStats(this.options.filesTaken, realPath) ?? lstatSync(systemCallPath(realPath), { bigint: true });
     } catch (error) {
       this.findings.push({ code: "path-unreadable", file: this.display(path), message: `${this.display(path)} ${describePathError(path, error, "cannot be read")}; ${consequence}` });
       return undefined;
@@ -559,7 +561,7 @@ const READ_BUFFER = Buffer.allocUnsafe(MAX_SKILL_FILE_BYTES + 1);
 export function readSkillBytes(file: string, expected: FileIdentity): SkillBytes | Finding {
   let fd: number | undefined;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    fd = openSync(systemCallPath(file), constants.O_RDONLY | constants.O_NONBLOCK);
     const stats = fstatSync(fd, { bigint: true });
     if (!stats.isFile()) throw Object.assign(new Error("is not a regular file"), { code: "EISDIR" });
     if (!isSameFile(stats, expected)) return pathChanged(file, "SKILL.md", "the skill is left out");

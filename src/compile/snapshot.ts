@@ -8,6 +8,7 @@ import { resolveRoot, type LoadedConfig } from "./config.js";
 import type { Finding } from "./diagnostics.js";
 import { isPastByteLimit, isPlainRelative, leftFilesOutBySize, pathIn, statsThroughLink, type DiscoveredSkill, type EnclosedSkillFile, type RootListing, type StatsTaken } from "./discover.js";
 import { fileStatsOf, hashFile, identityKey, type FileStats } from "./resources.js";
+import { systemCallPath } from "./system-path.js";
 
 /** Bumped when any of the files' layout changes. */
 const FORMAT = 3;
@@ -72,7 +73,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
     }
     // Folders were signed through links (as listed); files as found, a link to a file by the file it leads to.
     const isFolder = kind === "d" || kind === "D";
-    const stats = isFolder ? statSync(absolute, { bigint: true, throwIfNoEntry: false }) : statsThroughLink(absolute);
+    const stats = isFolder ? statSync(systemCallPath(absolute), { bigint: true, throwIfNoEntry: false }) : statsThroughLink(absolute);
     if (!same) {
       if (stats) (isFolder ? taken.folders : taken.files).set(absolute, stats);
       if (!changes.structural) noteChange(kind!, absolute, stats, signature, changes);
