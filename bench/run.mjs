@@ -60,7 +60,8 @@ function findPi() {
 
 /**
  * Runs `node ARGS` and returns the child's JSON line (if any) with the whole process's wall time. The child runs as
- * on a developer's machine (CI unset: a build writes its caches) unless `env` says otherwise.
+ * on a developer's machine (CI unset: a build writes its caches) unless `env` says otherwise; a project's cases run in
+ * its folder (`cwd`), as `npx skills build` does and as Pi runs in the project it works on.
  */
 function measure(args, cwd = REPO, env = {}) {
   const start = process.hrtime.bigint();
@@ -143,34 +144,34 @@ try {
     const lookedUp = basename(dirname(catalogue.files[Math.floor(catalogue.files.length / 2)]));
     const cases = {
       floor: () => measure([CHILD, "floor", skillsRoot]),
-      ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, skillsRoot, agentDir]) } : {}),
+      ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, skillsRoot, agentDir], catalogue.dir) } : {}),
       // A fresh CI checkout: no cache found, so none is written. Before the next case, which leaves the caches the
       // rebuild cases use.
       "build, cold, in CI": () => {
         rmSync(catalogue.cache, { recursive: true, force: true });
         rmSync(catalogue.outDir, { recursive: true, force: true });
-        return measure([CHILD, "build", DIST_INDEX, catalogue.config], REPO, { CI: "true" });
+        return measure([CHILD, "build", DIST_INDEX, catalogue.config], catalogue.dir, { CI: "true" });
       },
       "build, cold": () => {
         rmSync(catalogue.cache, { recursive: true, force: true });
         rmSync(catalogue.outDir, { recursive: true, force: true });
-        return measure([CHILD, "build", DIST_INDEX, catalogue.config]);
+        return measure([CHILD, "build", DIST_INDEX, catalogue.config], catalogue.dir);
       },
       "check, cold": () => {
         rmSync(join(catalogue.cache, `${basename(catalogue.config)}.json`), { force: true });
-        return measure([CHILD, "check", DIST_INDEX, catalogue.config]);
+        return measure([CHILD, "check", DIST_INDEX, catalogue.config], catalogue.dir);
       },
       "build, cold, counting tokens": () => {
         // Its own cache file only: the next case reuses the cold build's.
         rmSync(join(catalogue.cache, "skills.tokens.config.ts.json"), { force: true });
         rmSync(catalogue.tokensOutDir, { recursive: true, force: true });
-        return measure([CHILD, "build", DIST_INDEX, catalogue.tokensConfig]);
+        return measure([CHILD, "build", DIST_INDEX, catalogue.tokensConfig], catalogue.dir);
       },
-      "build, nothing changed": () => measure([CHILD, "build", DIST_INDEX, catalogue.config]),
+      "build, nothing changed": () => measure([CHILD, "build", DIST_INDEX, catalogue.config], catalogue.dir),
       "build, one skill changed": (round) => {
         const file = catalogue.files[(round * 7919) % catalogue.files.length];
         writeFileSync(file, `${readFileSync(file, "utf8")}\nEdited in round ${round}.\n`);
-        return measure([CHILD, "build", DIST_INDEX, catalogue.config]);
+        return measure([CHILD, "build", DIST_INDEX, catalogue.config], catalogue.dir);
       },
       [`watch: ${WATCH_EDITS} edits, median`]: (round) =>
         measure([CHILD, "watch", CLI, catalogue.config, String(WATCH_EDITS), ...Array.from({ length: WATCH_EDITS }, (_, edit) => catalogue.files[((round * WATCH_EDITS + edit) * 104729 + 1) % catalogue.files.length])]),
@@ -214,22 +215,22 @@ try {
     const skillFiles = roots.flatMap((root) => listSkillFiles(join(dir, root)));
     const agentDir = join(work, "pi-agent");
     const cases = {
-      ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, dir, agentDir, ...roots.map((root) => join(dir, root))]) } : {}),
+      ...(piDir ? { "pi loadSkills + format": () => measure([CHILD, "pi", piDir, dir, agentDir, ...roots.map((root) => join(dir, root))], dir) } : {}),
       "build, cold, in CI": () => {
         rmSync(join(dir, "node_modules"), { recursive: true, force: true });
         rmSync(join(dir, "dist"), { recursive: true, force: true });
-        return measure([CHILD, "build", DIST_INDEX, config], REPO, { CI: "true" });
+        return measure([CHILD, "build", DIST_INDEX, config], dir, { CI: "true" });
       },
       "build, cold": () => {
         rmSync(join(dir, "node_modules"), { recursive: true, force: true });
         rmSync(join(dir, "dist"), { recursive: true, force: true });
-        return measure([CHILD, "build", DIST_INDEX, config]);
+        return measure([CHILD, "build", DIST_INDEX, config], dir);
       },
-      "build, nothing changed": () => measure([CHILD, "build", DIST_INDEX, config]),
+      "build, nothing changed": () => measure([CHILD, "build", DIST_INDEX, config], dir),
       "build, one SKILL.md edited": (round) => {
         const file = skillFiles[(round * 7919) % skillFiles.length];
         writeFileSync(file, `${readFileSync(file, "utf8")}\nEdited in round ${round}.\n`);
-        return measure([CHILD, "build", DIST_INDEX, config]);
+        return measure([CHILD, "build", DIST_INDEX, config], dir);
       },
     };
     const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]));
