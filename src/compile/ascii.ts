@@ -6,39 +6,25 @@
  */
 export function escapeRuns(text: string, runs: RegExp): string {
   let escaped = "";
-  let from = 0;
-  runs.lastIndex = 0;
-  for (let run = runs.exec(text); run !== null; run = runs.exec(text)) {
-    escaped += text.slice(from, run.index) + escapeRun(run[0]);
-    from = runs.lastIndex;
-  }
-  return from === 0 ? text : escaped + text.slice(from);
+  forEachEscapedPiece(text, runs, (piece) => {
+    escaped += piece;
+  });
+  return escaped;
 }
 
 /**
- * `escapeRuns` of JSON text with `runs` (a global expression of characters past ASCII) as ASCII bytes, each
- * stretch between runs written straight into the buffer: a cache payload of megabytes holds a few hundred runs, and
- * a string made of them all would be copied twice more.
+ * Hands `escapeRuns(text, runs)` to `put` a piece at a time, without joining them: each stretch between runs as it
+ * is, each run escaped. `text` alone when nothing matches.
  */
-export function escapedBytes(text: string, runs: RegExp): Buffer {
-  const found: { index: number; end: number; escaped: string }[] = [];
-  let length = text.length;
+export function forEachEscapedPiece(text: string, runs: RegExp, put: (piece: string) => void): void {
+  let from = 0;
   runs.lastIndex = 0;
   for (let run = runs.exec(text); run !== null; run = runs.exec(text)) {
-    const escaped = escapeRun(run[0]);
-    found.push({ index: run.index, end: runs.lastIndex, escaped });
-    length += escaped.length - run[0].length;
+    if (run.index > from) put(text.slice(from, run.index));
+    put(escapeRun(run[0]));
+    from = runs.lastIndex;
   }
-  const bytes = Buffer.allocUnsafe(length);
-  let at = 0;
-  let from = 0;
-  for (const { index, end, escaped } of found) {
-    at += bytes.write(text.slice(from, index), at, "latin1");
-    at += bytes.write(escaped, at, "latin1");
-    from = end;
-  }
-  bytes.write(text.slice(from), at, "latin1");
-  return bytes;
+  if (from < text.length || from === 0) put(from === 0 ? text : text.slice(from));
 }
 
 function escapeRun(run: string): string {

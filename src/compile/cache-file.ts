@@ -1,8 +1,8 @@
 import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import { escapedBytes } from "./ascii.js";
+import { forEachEscapedPiece } from "./ascii.js";
 
 /**
  * A cache file of skillbake's (`node_modules/.cache/skillbake/…`): a header line `{ format, key, sha256 }`, then
@@ -33,10 +33,8 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 
 /** Writes `payload` (JSON text) under its header; failures are ignored: a cache only saves time. */
 export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
-  // Encoded once, for the hash and the file (a payload is ~14 MB at 10,000 skills).
-  // The byte count tells an ASCII payload (most are) at a fraction of the cost of a search for what to escape.
-  const bytes = Buffer.byteLength(payload) === payload.length ? Buffer.from(payload, "latin1") : escapedBytes(payload, /[\u0080-\uffff]+/g);
-  const header = JSON.stringify({ format, key, sha256: createHash("sha256").update(bytes).digest("hex") });
+  // The header holds the payload's sha256, known once the payload is written: zeros in its place until then.
+  const header = `${JSON.stringify({ format, key, sha256: HASH_PLACEHOLDER })}\n`;
   // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one. Created
   // anew (O_EXCL): a link put at that name beforehand is neither followed (writing the file it leads to) nor removed.
   const temporary = `${file}.${process.pid}.tmp`;
@@ -46,8 +44,8 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
     const fd = openSync(temporary, "wx");
     created = true;
     try {
-      writeFileSync(fd, `${header}\n`);
-      writeFileSync(fd, bytes);
+      writeFileSync(fd, header);
+      writeSync(fd, writeAscii(fd, payload), header.lastIndexOf(HASH_PLACEHOLDER), "latin1");
     } finally {
       closeSync(fd);
     }
@@ -55,6 +53,38 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
   } catch {
     if (created) rmSync(temporary, { force: true });
   }
+}
+
+const HASH_PLACEHOLDER = "0".repeat(64);
+
+/** How much of a payload is encoded and written at a time. */
+const CHUNK_BYTES = 1 << 20;
+
+/**
+ * Writes `text` (JSON) at the file's offset in ASCII, characters past it \u-escaped, and returns the sha256 of the
+ * bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would be
+ * fresh memory, each page first touched by the copy, which took longer than the write itself (a 14 MB payload: 41-61
+ * ms encoded whole, hashed and written, 18-19 a chunk at a time).
+ */
+function writeAscii(fd: number, text: string): string {
+  const hash = createHash("sha256");
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let filled = 0;
+  const flush = () => {
+    hash.update(chunk.subarray(0, filled));
+    for (let written = 0; written < filled; ) written += writeSync(fd, chunk, written, filled - written);
+    filled = 0;
+  };
+  forEachEscapedPiece(text, /[\u0080-\uffff]+/g, (piece) => {
+    for (let at = 0; at < piece.length; ) {
+      if (filled === CHUNK_BYTES) flush();
+      const end = Math.min(piece.length, at + CHUNK_BYTES - filled);
+      filled += chunk.write(at === 0 && end === piece.length ? piece : piece.slice(at, end), filled, "latin1");
+      at = end;
+    }
+  });
+  flush();
+  return hash.digest("hex");
 }
 
 /**
