@@ -75,14 +75,17 @@ function writeAscii(fd: number, text: string): string {
     for (let written = 0; written < filled; ) written += writeSync(fd, chunk, written, filled - written);
     filled = 0;
   };
-  forEachEscapedPiece(text, /[\u0080-\uffff]+/g, (piece) => {
+  const put = (piece: string) => {
     for (let at = 0; at < piece.length; ) {
       if (filled === CHUNK_BYTES) flush();
       const end = Math.min(piece.length, at + CHUNK_BYTES - filled);
       filled += chunk.write(at === 0 && end === piece.length ? piece : piece.slice(at, end), filled, "latin1");
       at = end;
     }
-  });
+  };
+  // The byte count tells an ASCII payload (most are) in less than half the time of a search for what to escape.
+  if (Buffer.byteLength(text) === text.length) put(text);
+  else forEachEscapedPiece(text, /[\u0080-\uffff]+/g, put);
   flush();
   return hash.digest("hex");
 }
