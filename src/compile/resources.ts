@@ -2,7 +2,6 @@ import * as crypto from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from "node:fs";
 import { createRequire } from "node:module";
 import { asFileSystemError, FileSystemError } from "./fs-error.js";
-import { systemCallPath } from "./system-path.js";
 
 /** The script of the hashing worker (src/compile/hash-worker.ts and what it imports), put in by the build (scripts/embedded-text.mjs). */
 declare const __SKILLBAKE_HASH_WORKER__: string;
@@ -27,7 +26,7 @@ const CHUNK = Buffer.allocUnsafe(256 * 1024);
  * @internal Left out of the package's declarations: its `BigIntStats` would make them need `@types/node`.
  */
 export function hashFile(path: string, expected?: FileIdentity): { size: number; sha256: string; stats: BigIntStats } {
-  const fd = openSync(systemCallPath(path), constants.O_RDONLY | constants.O_NONBLOCK);
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const stats = fstatSync(fd, { bigint: true });
     // A device put in a listed file's place (/dev/zero) would be read forever.
