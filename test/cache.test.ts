@@ -357,6 +357,12 @@ describe("cache files", () => {
     expect(readCacheFile(file, 1, "key")).toEqual(value);
   });
 
+  it("is read back under a key of any characters (the checksum is put in its place by bytes)", async () => {
+    const file = join(await tempDir(), "x.json");
+    writeCacheFile(file, 1, "clé 🙂", JSON.stringify({ a: "é" }));
+    expect(readCacheFile(file, 1, "clé 🙂")).toEqual({ a: "é" });
+  });
+
   it("writes any text as ASCII, each character past it as \\u and four hex digits, and reads it back the same", async () => {
     const dir = await tempDir();
     const file = join(dir, "x.json");

@@ -45,7 +45,7 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
     created = true;
     try {
       writeFileSync(fd, header);
-      writeSync(fd, writeAscii(fd, payload), header.lastIndexOf(HASH_PLACEHOLDER), "latin1");
+      writeSync(fd, writeAscii(fd, payload), Buffer.byteLength(header.slice(0, header.lastIndexOf(HASH_PLACEHOLDER))), "latin1");
     } finally {
       closeSync(fd);
     }
