@@ -2,12 +2,13 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { build } from "../src/api.js";
 import { writeCacheFile } from "../src/compile/cache-file.js";
 import { loadConfig } from "../src/compile/config.js";
 import type { StatsTaken } from "../src/compile/discover.js";
-import { lastBuild } from "../src/compile/snapshot.js";
+import { InputLines, lastBuild } from "../src/compile/snapshot.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 // What the "nothing changed" shortcut (src/compile/snapshot.ts) checks before it answers with the last build, called
@@ -236,5 +237,21 @@ describe("a listings file with contents no build writes (a rebuild after an edit
       (listings) => ((listings[0] as unknown as { unusable: unknown }).unusable = { code: "no-such-rule", reason: "made up" }),
     ];
     for (const tamper of tamperings) expect(await answerWith(tamper)).toBeUndefined();
+  });
+});
+
+describe("the inputs file's lines", () => {
+  it("are read as split would give each line's first three tab-separated fields, or as unreadable where it gives fewer", () => {
+    const piece = fc.constantFrom("\t", "\n", "d", "f", "a/b", "", "x\ty", "1:2:3");
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }).map((pieces) => pieces.join("")), (text) => {
+        const expected = text.split("\n").map((line) => line.split("\t")).map(([kind, path, signature]) => (path === undefined || signature === undefined ? undefined : { kind, path, signature }));
+        const lines = new InputLines(text);
+        const read: unknown[] = [];
+        for (let next = lines.next(); next !== false; next = lines.next()) read.push(next === undefined ? undefined : { kind: lines.kind, path: lines.path, signature: lines.signature });
+        expect(read).toEqual(expected);
+      }),
+      { numRuns: 2000, seed: 22 },
+    );
   });
 });

@@ -51,17 +51,18 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   if (typeof index?.inputs !== "string" || typeof index.bundle?.fingerprint !== "string") return undefined;
   const verified = new Map<string, FileStats>();
   const comparing: ContentComparison = { trustedBefore: trustedBeforeNow(), folders: roots.flatMap((root) => (root?.startsWith("d") ? [root.slice(1)] : [])), contents: new Map() };
-  const lines = index.inputs.split("\n");
+  const lines = new InputLines(index.inputs);
   const changes: InputChanges = { files: new Map(), structural: false };
   let folders = 0;
-  let signed = false;
+  // Lines compared by contents and settled now, each with the `d` or `f` line signing it.
+  const resigned: { from: number; to: number; line: string }[] = [];
   // Past the first change, the folders and files are still stat'ed, and their stats kept: the walk that follows
   // takes them from here. Before it nothing is kept: ten thousand stats kept cost more to collect than to take,
   // and a rebuild with nothing changed keeps none of them.
   let same = true;
-  for (let at = 0; at < lines.length; at++) {
-    const [kind, path, signature] = lines[at]!.split("\t");
-    if (path === undefined || signature === undefined) return undefined;
+  for (let read = lines.next(); read !== false; read = lines.next()) {
+    if (read === undefined) return undefined;
+    const { kind, path, signature } = lines;
     // Most lines name a path below the config folder, joined without `resolve`'s normalizing (thousands a build).
     const absolute = isPlainRelative(path) ? pathIn(loaded.dir, path) : resolve(loaded.dir, path);
     if (kind === "l") {
@@ -76,24 +77,24 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
     const stats = isFolder ? statSync(systemCallPath(absolute), { bigint: true, throwIfNoEntry: false }) : statsThroughLink(absolute);
     if (!same) {
       if (stats) (isFolder ? taken.folders : taken.files).set(absolute, stats);
-      if (!changes.structural) noteChange(kind!, absolute, stats, signature, changes);
+      if (!changes.structural) noteChange(kind, absolute, stats, signature, changes);
       continue;
     }
-    const verdict = stats && verifiedLine(kind!, path, absolute, stats, signature, verified, comparing);
+    const verdict = stats && verifiedLine(kind, path, absolute, stats, signature, verified, comparing);
     if (verdict === undefined) {
       same = false;
-      noteChange(kind!, absolute, stats, signature, changes);
+      noteChange(kind, absolute, stats, signature, changes);
     } else {
       if (isFolder) folders++;
-      if (verdict !== true) [lines[at], signed] = [verdict, true];
+      if (verdict !== true) resigned.push({ from: lines.from, to: lines.to, line: verdict });
     }
   }
   if (!same) {
     if (changes.structural) return undefined;
     // Every folder, link and .gitignore is as it was: the last walk's listings hold, if they are the last build's.
     const changed = new Set([...changes.files].flatMap(([path, state]) => (state.same ? [] : [path])));
-    // The lines as the last build wrote them: a `D` line the check found settled was signed in `lines` since.
-    const input = { folders: signedFolders(index.inputs.split("\n"), loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
+    // The lines as the last build wrote them, not as `resigned` would sign them.
+    const input = { folders: signedFolders(index.inputs, loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
     const listings = storedListings(readCacheFile(files.listings, FORMAT, `${key}:${index.bundle.fingerprint}`), loaded, input, comparing.folders);
     return listings && { listings };
   }
@@ -102,8 +103,55 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
   const agents = restoreBodies(stored.agents, verified);
   if (!agents) return undefined;
-  if (signed) writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs: lines.join("\n"), bundle: index.bundle } satisfies InputsFile));
+  if (resigned.length > 0) writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs: withLinesReplaced(index.inputs, resigned), bundle: index.bundle } satisfies InputsFile));
   return { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders };
+}
+
+/**
+ * The inputs file's lines, read in place: each line's first three tab-separated fields (as `split` would give them)
+ * as slices of the text, without an array of lines or one per line: a nothing-changed check of the real catalogues'
+ * 10,023 lines splits them in ~5 ms, and reads them so in ~2.
+ * @internal
+ */
+export class InputLines {
+  /** Where the line last read begins and ends (before its line feed). */
+  from = 0;
+  to = -1;
+  kind = "";
+  path = "";
+  signature = "";
+
+  constructor(private readonly text: string) {}
+
+  /** Reads the next line: false past the last one, undefined for a line of fewer than three fields. */
+  next(): boolean | undefined {
+    const { text } = this;
+    if (this.to >= text.length) return false;
+    const from = this.to + 1;
+    const newline = text.indexOf("\n", from);
+    const to = newline < 0 ? text.length : newline;
+    this.from = from;
+    this.to = to;
+    const tab = text.indexOf("\t", from);
+    const second = tab < 0 || tab > to ? -1 : text.indexOf("\t", tab + 1);
+    if (second < 0 || second > to) return undefined;
+    const third = text.indexOf("\t", second + 1);
+    this.kind = text.slice(from, tab);
+    this.path = text.slice(tab + 1, second);
+    this.signature = text.slice(second + 1, third < 0 || third > to ? to : third);
+    return true;
+  }
+}
+
+/** `text` with each of `lines` (in order: where one began and ended) replaced. */
+function withLinesReplaced(text: string, lines: readonly { from: number; to: number; line: string }[]): string {
+  let replaced = "";
+  let at = 0;
+  for (const { from, to, line } of lines) {
+    replaced += text.slice(at, from) + line;
+    at = to;
+  }
+  return replaced + text.slice(at);
 }
 
 /**
@@ -133,12 +181,11 @@ function noteChange(kind: string, absolute: string, stats: BigIntStats | undefin
  * only it could sign it. One compared by its entries (`D`, listed too recently to sign) is not: any file may say
  * what a folder inside a root holds.
  */
-function signedFolders(lines: readonly string[], configDir: string): Set<string> {
+function signedFolders(inputs: string, configDir: string): Set<string> {
   const folders = new Set<string>();
-  for (const line of lines) {
-    if (line[0] !== "d") continue;
-    const path = line.slice(2, line.indexOf("\t", 2));
-    folders.add(isPlainRelative(path) ? pathIn(configDir, path) : resolve(configDir, path));
+  const lines = new InputLines(inputs);
+  for (let read = lines.next(); read !== false; read = lines.next()) {
+    if (read && lines.kind === "d") folders.add(isPlainRelative(lines.path) ? pathIn(configDir, lines.path) : resolve(configDir, lines.path));
   }
   return folders;
 }
