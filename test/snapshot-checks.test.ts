@@ -241,11 +241,13 @@ describe("a listings file with contents no build writes (a rebuild after an edit
 });
 
 describe("the inputs file's lines", () => {
-  it("are read as split would give each line's first three tab-separated fields, or as unreadable where it gives fewer", () => {
+  it("are read as split would give each line's first three tab-separated fields, up to the first line of fewer", () => {
     const piece = fc.constantFrom("\t", "\n", "d", "f", "a/b", "", "x\ty", "1:2:3");
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 12 }).map((pieces) => pieces.join("")), (text) => {
-        const expected = text.split("\n").map((line) => line.split("\t")).map(([kind, path, signature]) => (path === undefined || signature === undefined ? undefined : { kind, path, signature }));
+        const fields = text.split("\n").map((line) => line.split("\t")).map(([kind, path, signature]) => (path === undefined || signature === undefined ? undefined : { kind, path, signature }));
+        const unreadable = fields.indexOf(undefined);
+        const expected = unreadable < 0 ? fields : fields.slice(0, unreadable + 1);
         const lines = new InputLines(text);
         const read: unknown[] = [];
         for (let next = lines.next(); next !== false; next = lines.next()) read.push(next === undefined ? undefined : { kind: lines.kind, path: lines.path, signature: lines.signature });

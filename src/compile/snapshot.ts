@@ -123,7 +123,10 @@ export class InputLines {
 
   constructor(private readonly text: string) {}
 
-  /** Reads the next line: false past the last one, undefined for a line of fewer than three fields. */
+  /**
+   * Reads the next line: false past the last one, undefined for a line of fewer than three fields, after which there
+   * is no next line (its search for a tab ran on past it: reading on could cost the rest of the text each line).
+   */
   next(): boolean | undefined {
     const { text } = this;
     if (this.to >= text.length) return false;
@@ -134,7 +137,10 @@ export class InputLines {
     this.to = to;
     const tab = text.indexOf("\t", from);
     const second = tab < 0 || tab > to ? -1 : text.indexOf("\t", tab + 1);
-    if (second < 0 || second > to) return undefined;
+    if (second < 0 || second > to) {
+      this.to = text.length;
+      return undefined;
+    }
     const third = text.indexOf("\t", second + 1);
     this.kind = text.slice(from, tab);
     this.path = text.slice(tab + 1, second);
