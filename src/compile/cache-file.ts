@@ -35,6 +35,7 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
   // The header holds the payload's sha256, known once the payload is written: zeros in its place until then.
   const header = `${JSON.stringify({ format, key, sha256: HASH_PLACEHOLDER })}\n`;
+  const hashAt = Buffer.byteLength(header.slice(0, header.lastIndexOf(HASH_PLACEHOLDER)));
   // A sibling temporary file renamed into place: a concurrent build reads the old file or the new one. Created
   // anew (O_EXCL): a link put at that name beforehand is neither followed (writing the file it leads to) nor removed.
   const temporary = `${file}.${process.pid}.tmp`;
@@ -45,7 +46,7 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
     created = true;
     try {
       writeFileSync(fd, header);
-      writeSync(fd, writeAscii(fd, payload), Buffer.byteLength(header.slice(0, header.lastIndexOf(HASH_PLACEHOLDER))), "latin1");
+      writeSync(fd, writeAscii(fd, payload), hashAt, "latin1");
     } finally {
       closeSync(fd);
     }
