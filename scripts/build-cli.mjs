@@ -1,7 +1,7 @@
 // Bundles the CLI and the programmatic API into dist/ (run by `npm install` through `prepare`).
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { build } from "esbuild";
 import { embeddedTexts } from "./embedded-text.mjs";
 
@@ -25,6 +25,7 @@ const common = {
   legalComments: "none",
   define: { ...embeddedTexts(), __SKILLBAKE_BUILD__: JSON.stringify(sourceDigest()) },
 };
+const STRICT = '"use strict";';
 /**
  * A CommonJS script: Node starts no ES module loader for it (~3 ms of every run), and `import.meta.url` becomes its
  * file's URL.
@@ -34,8 +35,19 @@ const script = {
   format: "cjs",
   define: { ...common.define, "import.meta.url": "__skillbakeUrl" },
   // Strict before anything else (esbuild's own "use strict" comes after the banner, where it is no directive).
-  banner: { js: '"use strict";\nconst __skillbakeUrl = require("node:url").pathToFileURL(__filename).href;' },
+  banner: { js: `${STRICT}\nconst __skillbakeUrl = require("node:url").pathToFileURL(__filename).href;` },
 };
+/**
+ * In the CLI, a config's `z` comes from dist/zod.cjs (src/cli/config-zod.ts in src/compile/config-zod.ts's place):
+ * zod's whole namespace in the CLI's bundle kept every part of zod in it, read and deserialized at every start.
+ */
+const configZodFromFile = {
+  name: "config-zod-from-file",
+  setup(build) {
+    build.onResolve({ filter: /^\.\/config-zod\.js$/ }, (args) => (args.importer.endsWith(join("src", "compile", "config.ts")) ? { path: resolve("src/cli/config-zod.ts") } : undefined));
+  },
+};
+
 await Promise.all([
   // The CLI carries its dependencies (all but esbuild, a native binary loaded only for TypeScript configs, and
   // gpt-tokenizer, megabytes of token ranks loaded only when a config asks for token counts): resolving and
@@ -51,6 +63,16 @@ await Promise.all([
     minifyWhitespace: true,
     packages: undefined,
     external: ["esbuild", "gpt-tokenizer"],
+    plugins: [configZodFromFile],
+  }),
+  // zod whole, for the configs that import `z` (src/cli/config-zod.ts), run by the launcher from its code cache.
+  build({
+    ...script,
+    stdin: { contents: 'export { z } from "zod";', resolveDir: ".", loader: "js" },
+    outfile: "dist/zod.cjs",
+    minifyWhitespace: true,
+    packages: undefined,
+    banner: { js: STRICT },
   }),
   // The `skills` command.
   build({ ...script, entryPoints: ["src/cli/launch.ts"], outfile: "dist/launch.cjs" }),

@@ -13,7 +13,7 @@ const UNPRIVILEGED = process.getuid?.() === 0 ? 65534 : undefined;
 /** The built launcher and CLI, copied to a folder of their own, so that these tests never touch the repo's cache. */
 async function copiedCli(): Promise<{ dir: string; launcher: string; cli: string; cache: string }> {
   const dir = await tempDir("skillbake-launch-");
-  for (const name of ["launch.cjs", "cli.cjs"]) copyFileSync(join(REPO, "dist", name), join(dir, name));
+  for (const name of ["launch.cjs", "cli.cjs", "zod.cjs"]) copyFileSync(join(REPO, "dist", name), join(dir, name));
   return { dir, launcher: join(dir, "launch.cjs"), cli: join(dir, "cli.cjs"), cache: join(dir, "cli.cjs.cache") };
 }
 
@@ -170,6 +170,24 @@ describe("the launcher (dist/launch.cjs) and its code cache", () => {
     chmodSync(cache, 0o666);
     await buildAfresh();
     expect(statSync(cache).mode & 0o777).toBe(0o644);
+  });
+
+  it("loads zod whole (dist/zod.cjs, from a cache of its own) only for a config that imports `z`", async () => {
+    const { dir, launcher } = await copiedCli();
+    symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
+    const cache = join(dir, "zod.cjs.cache");
+    const project = await tempDir();
+    const config = (imports: string, settings = "") => `import { ${imports} } from "skillbake";\nexport default defineConfig({ ${settings}agents: { main: { skills: [{ root: "skills" }] } } });\n`;
+    await writeTree(project, { "skills.config.ts": config("defineConfig"), "skills/alpha/SKILL.md": "---\nname: alpha\ndescription: Explains things.\nowner: platform\n---\n\n# Alpha\n" });
+    await run(launcher, ["build"], { cwd: project });
+    expect(() => statSync(cache)).toThrow();
+
+    await writeTree(project, { "skills.config.ts": config("defineConfig, z", "frontmatter: z.object({ owner: z.enum([\"platform\", \"web\"]) }), ") });
+    for (let build = 0; build < 2; build++) {
+      await run(launcher, ["build"], { cwd: project });
+      expect(readFileSync(join(project, "dist/skills/manifest.json"), "utf8")).toContain('"owner": "platform"');
+    }
+    expect(readFileSync(cache).subarray(0, 32).equals(keyOf(readFileSync(join(dir, "zod.cjs"), "utf8")))).toBe(true);
   });
 
   it.skipIf(UNPRIVILEGED === undefined)("in a folder it cannot write, starts as well and writes nothing", async () => {

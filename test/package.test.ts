@@ -23,7 +23,7 @@ const NPM_ENV = { ...process.env, npm_config_userconfig: "/dev/null", npm_config
 const PACK_INPUTS = ["package.json", "README.md", "LICENSE", "docs", "src", "scripts", "types", "tsconfig.json", "tsconfig.build.json", "skills"];
 
 /** The product: the CLI, the API and the plugins, their declarations, the manifest's schema, the docs. */
-const PRODUCT = /^package\/(LICENSE|README\.md|package\.json|dist\/(launch\.cjs|cli\.cjs|index\.js|vite\.js|esbuild\.js|manifest\.schema\.json)|dist\/(?!skills\/)[\w/-]+\.d\.ts|docs\/[\w/-]+\.md|types\/[\w-]+\.d\.ts)$/;
+const PRODUCT = /^package\/(LICENSE|README\.md|package\.json|dist\/(launch\.cjs|cli\.cjs|zod\.cjs|index\.js|vite\.js|esbuild\.js|manifest\.schema\.json)|dist\/(?!skills\/)[\w/-]+\.d\.ts|docs\/[\w/-]+\.md|types\/[\w-]+\.d\.ts)$/;
 
 const SERVER = `import { agents, getPrompt, renderSkill, skillTool, type AgentId, type SkillToolInput } from "./dist/skills/index.js";
 
@@ -74,7 +74,7 @@ beforeAll(async () => {
 
 describe("the packed package", () => {
   it("ships the built CLI, the API and its declarations, docs and LICENSE; not the sources", () => {
-    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/launch.cjs", "package/dist/cli.cjs", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
+    expect(files).toEqual(expect.arrayContaining(["package/LICENSE", "package/README.md", "package/dist/launch.cjs", "package/dist/cli.cjs", "package/dist/zod.cjs", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/manifest.schema.json", "package/docs/runtime.md"]));
     expect(files.filter((file) => file.startsWith("package/src/") || file.startsWith("package/test/"))).toEqual([]);
     // The packer's code cache is for its own Node: each install makes its own.
     expect(files.filter((file) => file.endsWith(".cache"))).toEqual([]);

@@ -189,7 +189,7 @@ describe("skills serve refuses what it cannot serve, in one line, exit 2", () =>
     // The CLI alone, where no node_modules holds the SDK.
     const bin = await tempDir("skillbake-no-sdk-");
     await mkdir(join(bin, "dist"));
-    for (const file of ["launch.cjs", "cli.cjs"]) await cp(join(REPO, "dist", file), join(bin, "dist", file));
+    for (const file of ["launch.cjs", "cli.cjs", "zod.cjs"]) await cp(join(REPO, "dist", file), join(bin, "dist", file));
     await writeFile(join(bin, "package.json"), JSON.stringify({ type: "module" }));
     const run = await runCli(["serve", "--agent", "coding"], { cwd: dir, cli: join(bin, "dist/launch.cjs") });
     expect([run.code, oneLine(run.stderr)]).toEqual([2, ["skills: skills serve needs the MCP SDK, @modelcontextprotocol/server 2.4 or later: npm install @modelcontextprotocol/server"]]);

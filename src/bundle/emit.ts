@@ -11,7 +11,7 @@ import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
 import { hashFile, hashOpenFile, isSameFile } from "../compile/resources.js";
 import { escapeInvisible } from "../compile/terminal.js";
-import { z } from "zod";
+import * as z from "zod";
 
 /** The outDir is one skillbake must not replace, or another build is writing it; the CLI exits 2. */
 export class OutputError extends Error {

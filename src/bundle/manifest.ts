@@ -1,5 +1,5 @@
 import { join, relative, sep } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { AGENT_ID_MAX_LENGTH, AGENT_ID_PATTERN, TOOL_STYLES } from "../compile/config.js";
 import { RULE_CODES } from "../compile/rules.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";

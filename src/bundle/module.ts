@@ -1,5 +1,5 @@
 import { basename } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.js";
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";

@@ -9,7 +9,7 @@ import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script } from "node:vm";
 
@@ -27,9 +27,10 @@ const module = { exports: {} };
 script.runInThisContext()(module.exports, createRequire(file), module, file, folder, (url: string) => import(url), requireCached);
 
 /**
- * `require(id)` of a CommonJS package beside the CLI, its main file run from a code cache kept beside cli.cjs
- * (`<id>.cjs.cache`), once per process. For esbuild, loaded at each first build after a TypeScript config changed:
- * compiling its 97 KB of JavaScript took ~2 ms of that build, half of what requiring it costs.
+ * `require(id)` of a CommonJS package beside the CLI (`esbuild`), or of a file in its folder (`./zod.cjs`), its main
+ * file run from a code cache kept beside cli.cjs (`esbuild.cjs.cache`, `zod.cjs.cache`), once per process. esbuild is
+ * loaded at each first build after a TypeScript config changed: compiling its 97 KB of JavaScript took ~2 ms of that
+ * build, half of what requiring it costs.
  */
 function requireCached(id: string): unknown {
   const loaded = requiredModules.get(id);
@@ -38,8 +39,9 @@ function requireCached(id: string): unknown {
   const module = { exports: {} };
   requiredModules.set(id, module);
   try {
+    const cacheFile = join(folder, `${basename(id, ".cjs")}.cjs.cache`);
     // Called as Node calls a CommonJS module: `this` is its exports.
-    cachedScript(main, join(folder, `${id}.cjs.cache`)).runInThisContext().call(module.exports, module.exports, createRequire(main), module, main, dirname(main));
+    cachedScript(main, cacheFile).runInThisContext().call(module.exports, module.exports, createRequire(main), module, main, dirname(main));
   } catch (error) {
     requiredModules.delete(id);
     throw error;

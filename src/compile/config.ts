@@ -6,7 +6,8 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { inspect } from "node:util";
 import { Script } from "node:vm";
-import { z } from "zod";
+import * as z from "zod";
+import { zodForConfigs } from "./config-zod.js";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
 import { PRESETS, RULE_CODES } from "./rules.js";
 import { readTranspiledConfig, writeTranspiledConfig, type TranspiledConfig } from "./config-cache.js";
@@ -362,7 +363,7 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
  * lines of its files through the inline source map.
  */
 async function importTypeScript(file: string, readOnly: boolean): Promise<ImportedConfig> {
-  (globalThis as Record<symbol, unknown>)[ZOD_KEY] = z;
+  (globalThis as Record<symbol, unknown>)[ZOD_KEY] = zodForConfigs;
   const cwd = process.cwd();
   const { code: output, inputs, kind } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd, readOnly));
   const url = pathToFileURL(file).href;
@@ -525,20 +526,23 @@ const packagesExternal = {
 /** The shim's esbuild namespace: its module is `skillbake-shim:skillbake` in the metafile. */
 const SHIM_NAMESPACE = "skillbake-shim";
 
-/** Where the shim finds the compiler's zod: a module imported from a data: URL can import no file of ours. */
+/**
+ * Where the shim finds the function that gives its `z`: a module imported from a data: URL can import no file of
+ * ours. The call is marked pure, so esbuild drops it from a config that does not import `z`, which then loads no zod
+ * of its own (see src/cli/config-zod.ts).
+ */
 const ZOD_KEY = Symbol.for("skillbake.zod");
 
 /**
  * `import { defineConfig, z } from "skillbake"` works even where skillbake is not installed beside the config, and
- * its `z` is the very zod the compiler validates with (the CLI carries its own copy), so a `frontmatter` schema
- * needs no matching zod installed.
+ * its `z` is a zod skillbake carries (`zodForConfigs`), so a `frontmatter` schema needs no zod installed.
  */
 const skillbakeShim = {
   name: "skillbake-shim",
   setup(build: import("esbuild").PluginBuild) {
     build.onResolve({ filter: /^skillbake$/ }, () => ({ path: "skillbake", namespace: SHIM_NAMESPACE }));
     build.onLoad({ filter: /.*/, namespace: SHIM_NAMESPACE }, () => ({
-      contents: `export const defineConfig = (config) => config;\nexport const z = globalThis[Symbol.for("skillbake.zod")];`,
+      contents: `export const defineConfig = (config) => config;\nexport const z = /* @__PURE__ */ globalThis[Symbol.for("skillbake.zod")]();`,
       loader: "js",
     }));
   },

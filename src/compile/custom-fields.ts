@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Finding } from "./diagnostics.js";
 import { frontmatterJsonSchema, KNOWN_FIELD_NAMES } from "./model.js";
 import type { Position } from "./parse.js";
