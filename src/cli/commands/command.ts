@@ -5,10 +5,11 @@ import { BundleError } from "../../bundle/served.js";
 import { ConfigError } from "../../compile/config.js";
 import { describeSystemError, FileSystemError, isSystemError } from "../../compile/fs-error.js";
 import { escapeInvisible, escapeWorkflowCommands, escapeWorkflowCommandsInJson } from "../../compile/terminal.js";
+import type { Output } from "../output.js";
 
 export interface CommandIO {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stdout: Output;
+  stderr: Output;
   env: NodeJS.ProcessEnv;
   cwd: string;
 }
@@ -40,21 +41,21 @@ export class MissingDependencyError extends Error {
 }
 
 /** Writes text for a person, a line break after it. No line of it can act as a GitHub workflow command. */
-export function write(stream: NodeJS.WritableStream, text: string): void {
+export function write(stream: Output, text: string): void {
   writeRaw(stream, escapeWorkflowCommands(text));
 }
 
 /** Writes a JSON document (`--format json`); its data is unchanged for a JSON parser. */
-export function writeJson(stream: NodeJS.WritableStream, json: string): void {
+export function writeJson(stream: Output, json: string): void {
   writeRaw(stream, escapeWorkflowCommandsInJson(json));
 }
 
 /** Writes the workflow commands of `--format github`, whose every value `formatGithub` escaped. */
-export function writeWorkflowCommands(stream: NodeJS.WritableStream, commands: string): void {
+export function writeWorkflowCommands(stream: Output, commands: string): void {
   writeRaw(stream, commands);
 }
 
-function writeRaw(stream: NodeJS.WritableStream, text: string): void {
+function writeRaw(stream: Output, text: string): void {
   if (text) stream.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
