@@ -337,7 +337,7 @@ async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle
     else if (existing.sha256 !== copy.sha256) stale.push({ path: copy.path, state: "changed" });
   }
   const expected = new Set([...bundle.files.map((file) => file.path), ...copies.map((copy) => copy.path)]);
-  for (const path of await listFiles(outDir)) if (!expected.has(path)) stale.push({ path, state: "extra" });
+  for (const path of listFiles(outDir)) if (!expected.has(path)) stale.push({ path, state: "extra" });
   // Published folders are compared by hash too (archives are binary), and named relative to the outDir as the rest.
   for (const folder of published) {
     const named = (path: string) => relative(outDir, join(folder.dir, path));
@@ -348,7 +348,7 @@ async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle
       else if (existing.sha256 !== sha256Hex(file.bytes())) stale.push({ path: named(file.path), state: "changed" });
     }
     const files = new Set(folder.files.map((file) => file.path));
-    for (const path of await listFiles(folder.dir)) if (!files.has(path)) stale.push({ path: named(path), state: "extra" });
+    for (const path of listFiles(folder.dir)) if (!files.has(path)) stale.push({ path: named(path), state: "extra" });
   }
   stale.sort((a, b) => compareStrings(a.path, b.path));
 
@@ -376,9 +376,12 @@ async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle
 }
 
 /** Every file under `dir`, relative and `/`-separated; none when `dir` does not exist. */
-async function listFiles(dir: string): Promise<string[]> {
-  return filesUnder(dir).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT" || error.code === "ENOTDIR") return [];
+function listFiles(dir: string): string[] {
+  try {
+    return filesUnder(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
     throw error;
-  });
+  }
 }

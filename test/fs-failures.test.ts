@@ -217,7 +217,7 @@ describe("skills init", () => {
     await chmod(dir, 0o555);
     try {
       const run = await runCli(["init"], { cwd: dir, uid: UNPRIVILEGED });
-      expectOneLine(run, `skills init: cannot create skills/explain-code: permission denied (mkdir ${join(dir, "skills")}); nothing was written.`);
+      expectOneLine(run, `skills init: cannot create skills/explain-code: permission denied (mkdir ${join(dir, "skills", "explain-code")}); nothing was written.`);
     } finally {
       await chmod(dir, 0o755);
     }

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, type Stats } from "node:fs";
-import { link, lstat, mkdir, open, readdir, realpath, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { closeSync, constants, copyFileSync, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rm, rmSync, unlinkSync, writeFileSync, writeSync, type Stats } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { renderBundle, type Bundle, type EarlierFile, type StagedCopy } from "./bundle.js";
@@ -48,12 +47,12 @@ export async function writeBundle(
   putOff?: (removal: () => Promise<void>) => void,
 ): Promise<Map<string, FilePlaces>> {
   try {
-    await assertSafeOutDir(outDir, config);
-    await mkdir(dirname(outDir), { recursive: true });
-    const unlock = await lockOutDir(outDir);
+    assertSafeOutDir(outDir, config);
+    mkdirSync(dirname(outDir), { recursive: true });
+    const unlock = lockOutDir(outDir);
     try {
       await recoverInterruptedBuild(outDir);
-      await assertReplaceable(outDir);
+      assertReplaceable(outDir);
       const staging = transientPath(outDir, "tmp");
       try {
         // The old bundle's files are closed before it is swapped out and removed (Windows removes no open file).
@@ -64,7 +63,7 @@ export async function writeBundle(
         } finally {
           previous.close();
         }
-        await stageCopies(staging, copies);
+        stageCopies(staging, copies);
         const retired = swapIn(staging, outDir);
         if (retired && putOff) putOff(() => removeLeftover(retired));
         else if (retired) await removeLeftover(retired);
@@ -73,7 +72,7 @@ export async function writeBundle(
         await removeLeftover(staging);
       }
     } finally {
-      await unlock();
+      unlock();
     }
   } catch (error) {
     // Permissions, a read-only or full disk, a path that cannot be: one line naming the outDir, exit 2.
@@ -82,12 +81,12 @@ export async function writeBundle(
 }
 
 /**
- * Removes a staging or retired folder if it can. One that cannot be removed (a file in it of another user's,
- * say) stays beside the outDir, where it harms nothing: the bundle is already in place or untouched, and each
- * later build tries again.
+ * Removes a staging or retired folder if it can, in the thread pool (a retired bundle of 10,000 skills is 170 MB
+ * of files). One that cannot be removed (a file in it of another user's, say) stays beside the outDir, where it
+ * harms nothing: the bundle is already in place or untouched, and each later build tries again.
  */
-async function removeLeftover(path: string): Promise<void> {
-  await rm(path, { recursive: true, force: true }).catch(() => {});
+function removeLeftover(path: string): Promise<void> {
+  return new Promise((resolve) => rm(path, { recursive: true, force: true }, () => resolve()));
 }
 
 /**
@@ -370,13 +369,13 @@ export async function recoverInterruptedBuild(outDir: string): Promise<void> {
   const parent = dirname(outDir);
   const prefix = `.${basename(outDir)}.`;
   const leftovers: { path: string; kind: TransientKind; pid: number }[] = [];
-  for (const name of (await readdir(parent).catch(() => [])).sort()) {
+  for (const name of readdirOrNone(parent).sort()) {
     const match = name.startsWith(prefix) ? TRANSIENT_NAME.exec(name.slice(prefix.length)) : null;
     if (match && Number(match[2]) !== process.pid) leftovers.push({ path: join(parent, name), kind: match[1] as TransientKind, pid: Number(match[2]) });
   }
   const retired = leftovers.find((leftover) => leftover.kind === "old");
-  if (retired && !(await exists(outDir))) {
-    await rename(retired.path, outDir);
+  if (retired && !lstatSync(outDir, { throwIfNoEntry: false })) {
+    renameSync(retired.path, outDir);
     leftovers.splice(leftovers.indexOf(retired), 1);
   }
   const abandoned = leftovers.filter((leftover) => leftover.kind === "tmp" || leftover.kind === "old" || !isRunning(leftover.pid));
@@ -388,46 +387,62 @@ export async function recoverInterruptedBuild(outDir: string): Promise<void> {
  * place from a file already holding our process id, its candidate, so it never exists empty; the candidate stays
  * while the lock is held, its second name. Whatever else is at the lock's name (see `lockHolder`) is taken over.
  */
-async function lockOutDir(outDir: string): Promise<() => Promise<void>> {
+function lockOutDir(outDir: string): () => void {
   const lock = join(dirname(outDir), `.${basename(outDir)}.lock`);
   const candidate = transientPath(outDir, "lock");
-  await writeFile(candidate, `${process.pid}\n`);
+  writeFileSync(candidate, `${process.pid}\n`);
   let held = false;
   try {
     for (let attempt = 1; ; attempt++) {
       try {
-        await link(candidate, lock);
+        linkSync(candidate, lock);
         held = true;
-        return async () => {
-          await unlink(lock).catch(() => {});
-          await unlink(candidate).catch(() => {});
+        return () => {
+          unlinkIfThere(lock);
+          unlinkIfThere(candidate);
         };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       }
-      const holder = await lockHolder(outDir, lock);
+      const holder = lockHolder(outDir, lock);
       if (holder.running || attempt === 3) {
         throw new OutDirLockedError(
           `another skills build${holder.pid === undefined ? "" : ` (process ${holder.pid})`} is writing ${outDir}; wait for it to finish, then build again. If no build is running, delete ${lock}.`,
         );
       }
-      if (holder.inode !== undefined) await breakStaleLock(outDir, lock, holder.inode);
+      if (holder.inode !== undefined) breakStaleLock(outDir, lock, holder.inode);
     }
   } finally {
-    if (!held) await unlink(candidate).catch(() => {});
+    if (!held) unlinkIfThere(candidate);
+  }
+}
+
+function unlinkIfThere(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // gone already, or not ours to remove: nothing is held through it
   }
 }
 
 /** Moves a stale lock away; if another build broke it and took the lock meanwhile, what was moved is put back. */
-async function breakStaleLock(outDir: string, lock: string, staleInode: number): Promise<void> {
+function breakStaleLock(outDir: string, lock: string, staleInode: number): void {
   const moved = transientPath(outDir, "stale");
   try {
-    await rename(lock, moved);
+    renameSync(lock, moved);
   } catch {
     return; // already gone
   }
-  if ((await lstat(moved).catch(() => undefined))?.ino !== staleInode) await link(moved, lock).catch(() => {});
-  await removeLeftover(moved);
+  try {
+    if (lstatSync(moved, { throwIfNoEntry: false })?.ino !== staleInode) linkSync(moved, lock);
+  } catch {
+    // another build took the lock meanwhile: it holds it
+  }
+  try {
+    rmSync(moved, { recursive: true, force: true }); // what stood at the lock's name may be a folder
+  } catch {
+    // left beside the outDir, where it harms nothing; a later build removes it
+  }
 }
 
 /** Bytes a lock holds: a process id and a line break. */
@@ -440,17 +455,17 @@ const MAX_LOCK_BYTES = 16;
  * (else the id is another process's now). Anything else at the lock's name (a link, a FIFO, a committed file holding
  * `1`) holds nothing: it is never followed or read past `MAX_LOCK_BYTES`, and is taken over as a stale lock is.
  */
-async function lockHolder(outDir: string, lock: string): Promise<{ pid?: number; running: boolean; inode?: number }> {
-  const entry = await lstat(lock).catch(() => undefined);
+function lockHolder(outDir: string, lock: string): { pid?: number; running: boolean; inode?: number } {
+  const entry = lstatOrNone(lock);
   if (!entry?.isFile() || entry.size > MAX_LOCK_BYTES || entry.nlink !== 2) return { running: false, inode: entry?.ino };
   let text: string;
   try {
-    const file = await open(lock, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const fd = openSync(lock, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
-      if ((await file.stat()).ino !== entry.ino) return { running: false, inode: entry.ino };
-      text = await file.readFile("utf8");
+      if (fstatSync(fd).ino !== entry.ino) return { running: false, inode: entry.ino };
+      text = readFileSync(fd, "utf8");
     } finally {
-      await file.close();
+      closeSync(fd);
     }
   } catch {
     return { running: false, inode: entry.ino };
@@ -459,8 +474,8 @@ async function lockHolder(outDir: string, lock: string): Promise<{ pid?: number;
   if (!match) return { running: false, inode: entry.ino };
   const pid = Number(match[1]);
   const prefix = `.${basename(outDir)}.lock-${pid}-`;
-  const names = (await readdir(dirname(outDir)).catch(() => [])).filter((name) => name.startsWith(prefix));
-  const candidates = await Promise.all(names.map((name) => lstat(join(dirname(outDir), name)).catch(() => undefined)));
+  const names = readdirOrNone(dirname(outDir)).filter((name) => name.startsWith(prefix));
+  const candidates = names.map((name) => lstatOrNone(join(dirname(outDir), name)));
   const paired = candidates.some((candidate) => candidate?.isFile() && candidate.ino === entry.ino && candidate.dev === entry.dev);
   if (!paired || !isRunning(pid)) return { pid, running: false, inode: entry.ino };
   const started = processStartMs(pid);
@@ -492,23 +507,34 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
-  return lstat(path).then(
-    () => true,
-    () => false,
-  );
+/** The names in a folder; none when it cannot be listed. */
+function readdirOrNone(path: string): string[] {
+  try {
+    return readdirSync(path);
+  } catch {
+    return [];
+  }
+}
+
+/** `lstat`, or undefined when there is nothing to stat or it cannot be. */
+function lstatOrNone(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Replacing outDir deletes what is in it: refused when it is, or holds, a folder the user keeps their work in,
  * before anything is created or deleted. Compared by real path, so a link or `..` does not get around it.
  */
-async function assertSafeOutDir(outDir: string, config: LoadedConfig): Promise<void> {
+function assertSafeOutDir(outDir: string, config: LoadedConfig): void {
   const fix = "Set `outDir` (or --out) to a folder of its own, such as dist/skills.";
-  if ((await lstat(outDir).catch(() => undefined))?.isSymbolicLink()) {
+  if (lstatOrNone(outDir)?.isSymbolicLink()) {
     throw new OutputError(`${outDir} is a symbolic link; a build replaces the outDir folder, which would replace the link. Set \`outDir\` to the folder it points to.`);
   }
-  const target = await realPathOf(outDir);
+  const target = realPathOf(outDir);
   if (dirname(target) === target) throw new OutputError(`${outDir} is the filesystem root; skillbake will not replace it. ${fix}`);
   const roots = Object.values(config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, config.dir)));
   const guarded: [string, string][] = [
@@ -517,19 +543,19 @@ async function assertSafeOutDir(outDir: string, config: LoadedConfig): Promise<v
     ...roots.map((root): [string, string] => [root, `the skills root ${root}`]),
   ];
   for (const [folder, what] of guarded) {
-    const real = await realPathOf(folder);
+    const real = realPathOf(folder);
     if (real === target) throw new OutputError(`${outDir} is ${what}; a build replaces its outDir and everything in it. ${fix}`);
     if (real.startsWith(target.endsWith(sep) ? target : target + sep)) throw new OutputError(`${outDir} holds ${what}; a build replaces its outDir and everything in it. ${fix}`);
   }
 }
 
 /** The real path of `path`, or of its deepest existing folder with the rest appended. */
-async function realPathOf(path: string): Promise<string> {
+function realPathOf(path: string): string {
   try {
-    return await realpath(path);
+    return realpathSync(path);
   } catch {
     const parent = dirname(path);
-    return parent === path ? path : join(await realPathOf(parent), basename(path));
+    return parent === path ? path : join(realPathOf(parent), basename(path));
   }
 }
 
@@ -540,20 +566,20 @@ async function realPathOf(path: string): Promise<string> {
  * cannot link (another device), the file is copied. Either way the file staged must be the one discovery
  * verified inside the root (a hard link is that file); a source swapped since is not read.
  */
-async function stageCopies(staging: string, copies: readonly StagedCopy[]): Promise<void> {
+function stageCopies(staging: string, copies: readonly StagedCopy[]): void {
   const realRoots = new Map<string, string>();
   for (const copy of copies) {
     const target = join(staging, copy.path);
-    await mkdir(dirname(target), { recursive: true });
+    mkdirSync(dirname(target), { recursive: true });
     const changed = () => new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
     if (copy.method === "link") {
-      const root = realRoots.get(copy.root) ?? (await realpath(copy.root));
+      const root = realRoots.get(copy.root) ?? realpathSync(copy.root);
       realRoots.set(copy.root, root);
-      const real = await realpath(copy.from);
+      const real = realpathSync(copy.from);
       if (!real.startsWith(root + sep)) throw new OutputError(`${copy.from} now leads outside its root ${copy.root}; it is not staged. Run \`skills build\` again`);
-      if (await link(real, target).then(() => true, () => false)) {
+      if (hardLinked(real, target)) {
         // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.
-        const linked = await lstat(target, { bigint: true });
+        const linked = lstatSync(target, { bigint: true });
         if (!linked.isFile() || !isSameFile(linked, copy.identity) || hashFile(target).sha256 !== copy.sha256) throw changed();
         continue;
       }
@@ -575,6 +601,16 @@ async function stageCopies(staging: string, copies: readonly StagedCopy[]): Prom
   }
 }
 
+/** Whether `target` could be made a hard link to `file` (not across devices, nor on every filesystem). */
+function hardLinked(file: string, target: string): boolean {
+  try {
+    linkSync(file, target);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Copies an open file into another from their offsets; returns the sha256 of what was copied. */
 function copyOpenFile(source: number, target: number): string {
   const hash = createHash("sha256");
@@ -591,8 +627,8 @@ function copyOpenFile(source: number, target: number): string {
  * deletes all of it, so a file of the user's in it (beside a manifest.json copied from a bundle, say) refuses
  * the build instead of being deleted.
  */
-async function assertReplaceable(outDir: string): Promise<void> {
-  await assertOnlyListed(outDir, (files) => manifestListing(outDir, files), {
+function assertReplaceable(outDir: string): void {
+  assertOnlyListed(outDir, (files) => manifestListing(outDir, files), {
     unowned: `${outDir} is not empty and was not written by skillbake; refusing to replace it. Choose another \`outDir\`, or empty the folder.`,
     unlisted: (shown) => `${outDir} holds files its manifest does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${outDir}, or choose another \`outDir\`.`,
   });
@@ -602,10 +638,10 @@ async function assertReplaceable(outDir: string): Promise<void> {
  * Refuses to replace `dir` unless it is absent or empty, or `listing` (what skillbake wrote there says it wrote;
  * undefined when skillbake wrote nothing there) names its every file: replacing it deletes all of it.
  */
-async function assertOnlyListed(dir: string, listing: (files: readonly string[]) => Promise<Set<string> | undefined>, messages: { unowned: string; unlisted: (shown: string) => string }): Promise<void> {
+function assertOnlyListed(dir: string, listing: (files: readonly string[]) => Set<string> | undefined, messages: { unowned: string; unlisted: (shown: string) => string }): void {
   let files: string[];
   try {
-    files = await filesUnder(dir);
+    files = filesUnder(dir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return;
@@ -613,7 +649,7 @@ async function assertOnlyListed(dir: string, listing: (files: readonly string[])
     throw error;
   }
   if (files.length === 0) return;
-  const listed = await listing(files);
+  const listed = listing(files);
   if (!listed) throw new OutputError(messages.unowned);
   const unlisted = files.filter((path) => !listed.has(path));
   if (unlisted.length === 0) return;
@@ -625,16 +661,16 @@ async function assertOnlyListed(dir: string, listing: (files: readonly string[])
  * Every entry under `dir` that is not a folder (files, links, special files), relative and `/`-separated, gathered
  * in one array: a committed folder may hold more files than a spread takes arguments.
  */
-export async function filesUnder(dir: string): Promise<string[]> {
+export function filesUnder(dir: string): string[] {
   const files: string[] = [];
-  const walk = async (prefix: string): Promise<void> => {
-    for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
+  const walk = (prefix: string): void => {
+    for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
       const path = prefix ? `${prefix}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await walk(path);
+      if (entry.isDirectory()) walk(path);
       else files.push(path);
     }
   };
-  await walk("");
+  walk("");
   return files;
 }
 
@@ -657,14 +693,14 @@ const manifestStaged = z.looseObject({
  * is read, and only from the first parsed (parsing a 10,000-skill manifest whole took ~0.4 s and 300 MB; its
  * agents, ~12 ms a build). The whole file is parsed only when files remain that the head does not list.
  */
-async function manifestListing(outDir: string, files: readonly string[]): Promise<Set<string> | undefined> {
-  const text = await readManifest(outDir, HEAD_END);
+function manifestListing(outDir: string, files: readonly string[]): Set<string> | undefined {
+  const text = readManifest(outDir, HEAD_END);
   const generatorAt = text?.indexOf(GENERATOR_LINE) ?? -1;
   const head = manifestHead.safeParse(generatorAt < 0 ? undefined : parseJson(`{${text!.slice(generatorAt)}`));
   if (!head.success) return undefined;
   const listed = new Set(["manifest.json", ...Object.keys(head.data.hashes.outputs)]);
   if (files.every((path) => listed.has(path))) return listed;
-  const whole = manifestStaged.safeParse(parseJson(await readManifest(outDir)));
+  const whole = manifestStaged.safeParse(parseJson(readManifest(outDir)));
   if (!whole.success) return listed;
   const filesOf = new Map(whole.data.skills.map((skill) => [skill.file, skill.files]));
   const staged = [...whole.data.skills, ...Object.values(whole.data.agents).flatMap((agent) => agent.skills)];
@@ -682,18 +718,22 @@ const GENERATOR_LINE = `\n  "generator": `;
  * undefined when it cannot be read or is not a regular file. Opened without following a link and non-blocking,
  * so neither a link out of the outDir nor a FIFO in its place is read.
  */
-async function readManifest(outDir: string, until?: Buffer): Promise<string | undefined> {
-  const file = await open(join(outDir, "manifest.json"), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch(() => undefined);
-  if (!file) return undefined;
+function readManifest(outDir: string, until?: Buffer): string | undefined {
+  let fd: number;
   try {
-    if (!(await file.stat()).isFile()) return undefined;
+    fd = openSync(join(outDir, "manifest.json"), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
     const chunks: Buffer[] = [];
     let length = 0;
     /** The end of what was read before, so a marker split between two chunks is found. */
     let tail = Buffer.alloc(0);
     for (;;) {
       const chunk = Buffer.alloc(1 << 16);
-      const { bytesRead } = await file.read(chunk, 0, chunk.length, null);
+      const bytesRead = readSync(fd, chunk, 0, chunk.length, null);
       if (bytesRead === 0) return until ? undefined : Buffer.concat(chunks, length).toString("utf8");
       const fresh = chunk.subarray(0, bytesRead);
       const window = Buffer.concat([tail, fresh]);
@@ -706,7 +746,7 @@ async function readManifest(outDir: string, until?: Buffer): Promise<string | un
   } catch {
     return undefined;
   } finally {
-    await file.close();
+    closeSync(fd);
   }
 }
 
@@ -729,18 +769,18 @@ function parseJson(text: string | undefined): unknown {
 export async function writePublished(folders: readonly PublishedFolder[], config: LoadedConfig, outDir: string): Promise<void> {
   for (const folder of folders) {
     try {
-      await assertSafePublished(folder.dir, outDir, config);
-      await mkdir(dirname(folder.dir), { recursive: true });
-      const unlock = await lockOutDir(folder.dir);
+      assertSafePublished(folder.dir, outDir, config);
+      mkdirSync(dirname(folder.dir), { recursive: true });
+      const unlock = lockOutDir(folder.dir);
       try {
         await recoverInterruptedBuild(folder.dir);
-        await assertPublishedReplaceable(folder.dir);
+        assertPublishedReplaceable(folder.dir);
         const staging = transientPath(folder.dir, "tmp");
         try {
           for (const file of folder.files) {
             const target = join(staging, file.path);
-            await mkdir(dirname(target), { recursive: true });
-            await writeFile(target, file.bytes(), { flag: "wx" });
+            mkdirSync(dirname(target), { recursive: true });
+            writeFileSync(target, file.bytes(), { flag: "wx" });
           }
           const retired = swapIn(staging, folder.dir);
           if (retired) await removeLeftover(retired);
@@ -748,7 +788,7 @@ export async function writePublished(folders: readonly PublishedFolder[], config
           await removeLeftover(staging);
         }
       } finally {
-        await unlock();
+        unlock();
       }
     } catch (error) {
       throw asFileSystemError(error, `write ${folder.dir}`);
@@ -757,23 +797,23 @@ export async function writePublished(folders: readonly PublishedFolder[], config
 }
 
 /** A published folder must be a folder of its own, compared by real path: not a link, not in or around the outDir or a skills root. */
-async function assertSafePublished(dir: string, outDir: string, config: LoadedConfig): Promise<void> {
+function assertSafePublished(dir: string, outDir: string, config: LoadedConfig): void {
   const fix = "Set `publish.wellKnown` to the folder your site serves, such as public, outside the outDir.";
-  if ((await lstat(dir).catch(() => undefined))?.isSymbolicLink()) throw new OutputError(`${dir} is a symbolic link; a build replaces the folder, which would replace the link. ${fix}`);
-  const target = await realPathOf(dir);
+  if (lstatOrNone(dir)?.isSymbolicLink()) throw new OutputError(`${dir} is a symbolic link; a build replaces the folder, which would replace the link. ${fix}`);
+  const target = realPathOf(dir);
   const inside = (folder: string, container: string) => folder === container || folder.startsWith(container.endsWith(sep) ? container : container + sep);
-  const out = await realPathOf(outDir);
+  const out = realPathOf(outDir);
   if (inside(target, out) || inside(out, target)) throw new OutputError(`${dir} is ${inside(target, out) ? "inside" : "around"} the outDir ${outDir}, which a build replaces whole. ${fix}`);
   const roots = Object.values(config.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, config.dir)));
-  for (const root of roots) if (inside(await realPathOf(root), target)) throw new OutputError(`${dir} holds the skills root ${root}; a build replaces the folder and everything in it. ${fix}`);
+  for (const root of roots) if (inside(realPathOf(root), target)) throw new OutputError(`${dir} holds the skills root ${root}; a build replaces the folder and everything in it. ${fix}`);
 }
 
 /**
  * An absent or empty folder, or one whose every file the discovery index skillbake wrote there lists: replacing the
  * folder deletes all of it, so a file of anyone else's in it refuses the build instead of being deleted.
  */
-async function assertPublishedReplaceable(dir: string): Promise<void> {
-  await assertOnlyListed(dir, async () => publishedListing(dir), {
+function assertPublishedReplaceable(dir: string): void {
+  assertOnlyListed(dir, () => publishedListing(dir), {
     unowned: `${dir} is not empty and holds no discovery index written by skillbake; refusing to replace it. Move its files, or publish into another folder.`,
     unlisted: (shown) => `${dir} holds files its index does not list (${shown}); a build replaces the whole folder, so it will not delete them. Move them out of ${dir}.`,
   });

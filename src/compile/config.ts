@@ -1,5 +1,4 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync } from "node:fs";
 import { createRequire, isBuiltin, SourceMap } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
@@ -301,7 +300,7 @@ function assertConfigFile(file: string): void {
 async function importConfigFile(file: string, readOnly: boolean): Promise<ImportedConfig> {
   if (file.endsWith(".json")) {
     // A byte order mark is allowed: some editors on Windows save JSON with one.
-    const text = (await readFile(file, "utf8")).replace(/^\uFEFF/, "");
+    const text = (readFileSync(file, "utf8")).replace(/^\uFEFF/, "");
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -316,7 +315,7 @@ async function importConfigFile(file: string, readOnly: boolean): Promise<Import
     return { value, inputs: [file], exportAt: `${file}:1:1` };
   }
   if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file, readOnly);
-  const code: ConfigCode = { module: file, sources: [{ path: file, text: await readFile(file, "utf8") }] };
+  const code: ConfigCode = { module: file, sources: [{ path: file, text: readFileSync(file, "utf8") }] };
   const url = pathToFileURL(file).href + `?t=${Date.now()}`;
   return { value: await evaluate(file, () => importModule(url), code), inputs: [file], exportAt: exportLocation(file, code), code };
 }
@@ -376,7 +375,7 @@ async function importTypeScript(file: string, readOnly: boolean): Promise<Import
 /** Bundles a TypeScript config with esbuild, and caches the result unless `readOnly` (src/compile/config-cache.ts). */
 async function transpileTypeScript(file: string, cwd: string, readOnly: boolean): Promise<TranspiledConfig> {
   // A config that imports a package is bundled again at every build (it is not cached): not tried as a script first.
-  const script = importsPackage(await readFile(file, "utf8")) ? undefined : await bundleConfig(file, "script");
+  const script = importsPackage(readFileSync(file, "utf8")) ? undefined : await bundleConfig(file, "script");
   const output = script ?? (await bundleConfig(file, "module"));
   const bundled = Object.entries(output.metafile.inputs).filter(([input]) => !input.startsWith(`${SHIM_NAMESPACE}:`));
   const transpiled: TranspiledConfig = { code: output.code, inputs: bundled.map(([input]) => resolve(cwd, input)).sort(), kind: output.kind };

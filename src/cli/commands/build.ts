@@ -146,7 +146,7 @@ async function reportConfigError(command: string, error: ConfigError, io: Comman
   const annotations = [configErrorAnnotation(error.file, error.detail, io.cwd)];
   if (format === "github") writeWorkflowCommands(io.stderr, formatGithub(annotations));
   if (format === "sarif") writeJson(io.stdout, formatSarif(annotations));
-  await appendStepSummary(io, formatStepSummary(`skills ${command}: config error`, annotations));
+  appendStepSummary(io, formatStepSummary(`skills ${command}: config error`, annotations));
 }
 
 /** `build --check` found stale files: an annotation on each, at its path in the bundle. */
@@ -203,7 +203,7 @@ async function report(
   if (format !== "json" && stale.length > 0) write(io.stderr, staleReport(result as BuildResult, values, io.cwd));
   const passed = result.ok && stale.length === 0;
   // A run with nothing to report adds nothing to the job's page (a workflow may run several).
-  if (annotations.length > 0) await appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result, annotations)}`, annotations));
+  if (annotations.length > 0) appendStepSummary(io, formatStepSummary(`skills ${command}: ${passed ? "passed" : "failed"}, ${summaryCounts(result, annotations)}`, annotations));
   return passed ? 0 : 1;
 }
 

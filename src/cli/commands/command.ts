@@ -1,4 +1,4 @@
-import { appendFile } from "node:fs/promises";
+import { appendFileSync } from "node:fs";
 import type { ParseArgsConfig } from "node:util";
 import { OutputError } from "../../bundle/emit.js";
 import { BundleError } from "../../bundle/served.js";
@@ -69,11 +69,11 @@ export function failureMessage(error: unknown): string | undefined {
 }
 
 /** Under GitHub Actions, adds to the job's summary page; a failure to do so is one line, not a failed run. */
-export async function appendStepSummary(io: CommandIO, markdown: string): Promise<void> {
+export function appendStepSummary(io: CommandIO, markdown: string): void {
   const path = io.env.GITHUB_STEP_SUMMARY;
   if (io.env.GITHUB_ACTIONS !== "true" || !path) return;
   try {
-    await appendFile(path, `${markdown}\n\n`);
+    appendFileSync(path, `${markdown}\n\n`);
   } catch (error) {
     write(io.stderr, `skills: cannot append the job summary to ${escapeInvisible(path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }

@@ -60,7 +60,7 @@ Examples:
     if (format === "json") writeJson(io.stdout, formatDiffJson(diff));
     else if (format === "markdown") write(io.stdout, formatDiffMarkdown(diff, { limit: COMMENT_LIMIT, ...(summaryUrl(io) ? { rest: summaryUrl(io) } : {}) }));
     else write(io.stdout, formatDiffPretty(diff, { before: beforePath, after: afterPath }, styleFor(io.stdout, io.env)));
-    await appendStepSummary(io, formatDiffMarkdown(diff, { limit: SUMMARY_LIMIT_BYTES, bytes: true }));
+    appendStepSummary(io, formatDiffMarkdown(diff, { limit: SUMMARY_LIMIT_BYTES, bytes: true }));
     return values["exit-code"] === true && diff.changed ? 1 : 0;
   },
 };

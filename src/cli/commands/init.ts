@@ -1,5 +1,4 @@
-import { constants, lstatSync } from "node:fs";
-import { lstat, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { CONFIG_FILE_NAMES } from "../../compile/config.js";
 import { FileSystemError, isSystemError } from "../../compile/fs-error.js";
@@ -68,7 +67,7 @@ Examples:
       return 2;
     }
     // package.json is read (and found valid) before anything is written, so a failure leaves the folder as it was.
-    const packageJson = await readPackageJson(join(io.cwd, "package.json"));
+    const packageJson = readPackageJson(join(io.cwd, "package.json"));
     if (packageJson === "invalid") {
       write(io.stderr, 'skills init: package.json is not a valid JSON object, or its "scripts" is not an object; nothing was written. Fix it and run `skills init` again.');
       return 2;
@@ -81,14 +80,14 @@ Examples:
     let doing = "";
     try {
       doing = `create ${dirname(SKILL_FILE)}`;
-      const folder = await mkdir(join(io.cwd, dirname(SKILL_FILE)), { recursive: true });
+      const folder = mkdirSync(join(io.cwd, dirname(SKILL_FILE)), { recursive: true });
       if (folder) created.push(folder);
       for (const [file, text] of [
         ["skills.config.ts", CONFIG],
         [SKILL_FILE, SKILL],
       ] as const) {
         doing = `create ${file}`;
-        await writeFile(join(io.cwd, file), text, { flag: "wx" }); // "wx": fail rather than overwrite a file made meanwhile
+        writeFileSync(join(io.cwd, file), text, { flag: "wx" }); // "wx": fail rather than overwrite a file made meanwhile
         created.push(join(io.cwd, file));
         done.push(`Created ${file}`);
       }
@@ -101,14 +100,14 @@ Examples:
           packageJson.value.scripts = { ...scripts, [SCRIPT_NAME]: SCRIPT };
           const replacement = join(io.cwd, `.package.json.skills-init-${process.pid}`);
           created.push(replacement);
-          const file = await open(replacement, "wx");
+          const fd = openSync(replacement, "wx");
           try {
-            await file.chmod(packageJson.mode); // its own mode, not the umask's: a private package.json stays private
-            await file.writeFile(`${JSON.stringify(packageJson.value, null, packageJson.indent)}\n`);
+            fchmodSync(fd, packageJson.mode); // its own mode, not the umask's: a private package.json stays private
+            writeFileSync(fd, `${JSON.stringify(packageJson.value, null, packageJson.indent)}\n`);
           } finally {
-            await file.close();
+            closeSync(fd);
           }
-          await rename(replacement, join(io.cwd, "package.json"));
+          renameSync(replacement, join(io.cwd, "package.json"));
           created.pop();
           done.push(`Added "${SCRIPT_NAME}": "${SCRIPT}" to the scripts in package.json`);
         } else {
@@ -116,7 +115,7 @@ Examples:
         }
       }
     } catch (error) {
-      for (const path of created.reverse()) await rm(path, { recursive: true, force: true }).catch(() => {});
+      for (const path of created.reverse()) removeCreated(path);
       if (!isSystemError(error)) throw error;
       write(io.stderr, `skills init: ${new FileSystemError(doing, error).message}; nothing was written.`);
       return 2;
@@ -151,21 +150,21 @@ interface PackageJson {
  * cannot hang init. A link is not written through (its target may be anywhere) nor replaced by a file, and a FIFO,
  * device or folder is not read: `unread` says which, and init leaves it alone.
  */
-async function readPackageJson(path: string): Promise<PackageJson | { unread: string } | "invalid" | undefined> {
-  const entry = await lstat(path).catch(() => undefined);
+function readPackageJson(path: string): PackageJson | { unread: string } | "invalid" | undefined {
+  const entry = lstatSync(path, { throwIfNoEntry: false });
   if (!entry) return undefined;
   if (entry.isSymbolicLink()) return { unread: "a symbolic link" };
   let text: string;
   let mode: number;
   try {
-    const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     try {
-      const stats = await file.stat();
+      const stats = fstatSync(fd);
       if (!stats.isFile()) return { unread: "not a regular file" };
       mode = stats.mode & 0o777;
-      text = await file.readFile("utf8");
+      text = readFileSync(fd, "utf8");
     } finally {
-      await file.close();
+      closeSync(fd);
     }
   } catch {
     return { unread: "not readable" };
@@ -184,6 +183,15 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Whether anything, a link included, is at `path`; not when a part of the path is missing or is a file. */
+/** Removes what this run created, as far as it can: a failure to is no reason to hide the one that stopped init. */
+function removeCreated(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    // left in place
+  }
+}
+
 function isPresent(path: string): boolean {
   try {
     lstatSync(path);
