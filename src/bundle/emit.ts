@@ -54,23 +54,25 @@ export async function writeBundle(
       await recoverInterruptedBuild(outDir);
       assertReplaceable(outDir);
       const staging = transientPath(outDir, "tmp");
+      let places: Map<string, FilePlaces>;
+      let retired: string | undefined;
       try {
         // The old bundle's files are closed before it is swapped out and removed (Windows removes no open file).
         const previous = earlierFiles(outDir, earlier);
-        let places: Map<string, FilePlaces>;
         try {
           places = writeFiles(staging, bundle, previous.file);
         } finally {
           previous.close();
         }
         stageCopies(staging, copies);
-        const retired = swapIn(staging, outDir);
-        if (retired && putOff) putOff(() => removeLeftover(retired));
-        else if (retired) await removeLeftover(retired);
-        return places;
-      } finally {
-        await removeLeftover(staging);
+        retired = swapIn(staging, outDir);
+      } catch (error) {
+        await removeLeftover(staging); // not swapped in: all this build wrote is there
+        throw error;
       }
+      if (retired && putOff) putOff(() => removeLeftover(retired));
+      else if (retired) await removeLeftover(retired);
+      return places;
     } finally {
       unlock();
     }
@@ -776,17 +778,19 @@ export async function writePublished(folders: readonly PublishedFolder[], config
         await recoverInterruptedBuild(folder.dir);
         assertPublishedReplaceable(folder.dir);
         const staging = transientPath(folder.dir, "tmp");
+        let retired: string | undefined;
         try {
           for (const file of folder.files) {
             const target = join(staging, file.path);
             mkdirSync(dirname(target), { recursive: true });
             writeFileSync(target, file.bytes(), { flag: "wx" });
           }
-          const retired = swapIn(staging, folder.dir);
-          if (retired) await removeLeftover(retired);
-        } finally {
-          await removeLeftover(staging);
+          retired = swapIn(staging, folder.dir);
+        } catch (error) {
+          await removeLeftover(staging); // not swapped in: all this build wrote is there
+          throw error;
         }
+        if (retired) await removeLeftover(retired);
       } finally {
         unlock();
       }
