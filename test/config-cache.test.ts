@@ -3,9 +3,10 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/compile/config.js";
-import { readTranspiledConfig, writeTranspiledConfig } from "../src/compile/config-cache.js";
+import { dataJson, readTranspiledConfig, writeTranspiledConfig, writeValidatedConfig } from "../src/compile/config-cache.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const ENTRY = "node_modules/.cache/skillbake/config/skills.config.ts.json";
@@ -295,5 +296,136 @@ describe("the transpiled-config cache, in process: what an entry is made from an
     await rename(join(app.dir, "lib", "x"), join(app.dir, "lib", "xy"));
     await rename(join(app.dir, "lib", "yz"), join(app.dir, "lib", "z"));
     expect(read(app)).toBeUndefined();
+  });
+});
+
+const VALIDATED = "node_modules/.cache/skillbake/config/skills.config.ts.validated.json";
+
+/** A value of a config, as a TypeScript config writes it: `-0` and `undefined` kept, `FUNCTION` a format function. */
+function literal(value: unknown): string {
+  if (value === FUNCTION) return '() => "prompt"';
+  if (value === undefined) return "undefined";
+  if (typeof value === "number") return Object.is(value, -0) ? "-0" : String(value);
+  if (Array.isArray(value)) return `[${value.map(literal).join(", ")}]`;
+  if (typeof value === "object" && value !== null) return `{ ${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${literal(item)}`).join(", ")} }`;
+  return JSON.stringify(value);
+}
+const FUNCTION = Symbol("a format function");
+
+/** Mostly `right`, now and then `wrong`. */
+const mostly = <T,>(right: readonly T[], wrong: readonly T[]): fc.Arbitrary<T> => fc.oneof({ arbitrary: fc.constantFrom(...right), weight: 5 }, { arbitrary: fc.constantFrom(...wrong), weight: 1 });
+
+/** Configs right and wrong: unknown keys, wrong types, `-0`, a function. */
+const configValue = fc.record(
+  {
+    outDir: mostly<unknown>(["dist/skills", "out"], ["", 7]),
+    format: mostly<unknown>(["pi", "markdown"], ["html", FUNCTION]),
+    yaml: mostly(["strict", "recover"], ["loose"]),
+    rules: fc.dictionary(mostly(["name-invalid", "description-missing"], ["nope"]), mostly(["off", "warn", "error"], ["fatal"]), { maxKeys: 2 }),
+    stage: fc.oneof(fc.boolean(), fc.record({ layout: mostly(["shared", "per-agent"], ["flat"]) }, { requiredKeys: [] })),
+    agents: fc.dictionary(
+      mostly(["main", "docs"], ["Bad_id"]),
+      fc.record(
+        {
+          skills: fc.array(fc.record({ root: mostly(["skills"], ["", "other"]), nested: mostly<unknown>([true, false], ["yes"]) }, { requiredKeys: ["root"] }), { maxLength: 2 }),
+          budget: mostly<unknown>([1000, { tokens: 200 }], [-0, 0.5, { contextWindow: 0 }]),
+          description: mostly<unknown>(["Helps."], ["", 3]),
+        },
+        { requiredKeys: [] },
+      ),
+      { minKeys: 1, maxKeys: 2 },
+    ),
+  },
+  { requiredKeys: ["agents"] },
+);
+
+/**
+ * A config and its twins that JSON cannot tell from it: an unknown setting, or an unknown rule, set to `undefined`
+ * (which validation reports, and JSON leaves out).
+ */
+const TWISTS = {
+  none: (config: Record<string, unknown>) => config,
+  "unknown setting undefined": (config: Record<string, unknown>) => ({ ...config, outdir: undefined }),
+  "unknown rule undefined": (config: Record<string, unknown>) => ({ ...config, rules: { ...(config.rules as object), nope: undefined } }),
+};
+
+/** The outcome of loading a config: what it resolved to, or the message it failed with. */
+async function outcome(dir: string, readOnly: boolean): Promise<unknown> {
+  try {
+    const loaded = await loadConfig(undefined, dir, { readOnly });
+    return { config: loaded.config, inputs: loaded.inputs, environmentBudget: loaded.environmentBudget };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+describe("the validated-config cache", () => {
+  it("never changes the outcome: random configs (some invalid, some not data), loaded again and again, against a load without it", async () => {
+    const dir = join(await tempDir(), "app");
+    await writeTree(dir, { "skills/alpha/SKILL.md": skillMd("alpha") });
+    await fc.assert(
+      fc.asyncProperty(fc.array(configValue, { minLength: 1, maxLength: 2 }), fc.array(fc.record({ pick: fc.nat(), twist: fc.constantFrom(...(Object.keys(TWISTS) as (keyof typeof TWISTS)[])) }), { minLength: 2, maxLength: 8 }), async (configs, steps) => {
+        for (const { pick, twist } of steps) {
+          const value = TWISTS[twist](configs[pick % configs.length]!);
+          await writeFile(join(dir, "skills.config.ts"), `import { defineConfig } from "skillbake";\nexport default defineConfig(${literal(value)} as never);\n`);
+          const cached = await outcome(dir, false);
+          // The same config without the entry: validated, and nothing written.
+          const entry = join(dir, VALIDATED);
+          const aside = `${entry}.aside`;
+          if (existsSync(entry)) await rename(entry, aside);
+          const validated = await outcome(dir, true);
+          expect(existsSync(entry)).toBe(false);
+          if (existsSync(aside)) await rename(aside, entry);
+          expect(cached).toEqual(validated);
+        }
+      }),
+      { numRuns: Number(process.env.DIFF_RUNS ?? 12) },
+    );
+  });
+
+  it("is what a TS config's value as data resolves to: an entry for it stands in for validating", async () => {
+    const dir = join(await tempDir(), "app");
+    await writeTree(dir, { "skills.config.ts": 'import { defineConfig } from "skillbake";\nexport default defineConfig({ agents: { main: { skills: [{ root: "skills" }] } } });\n' });
+    const first = await loadConfig(undefined, dir);
+    expect(existsSync(join(dir, VALIDATED))).toBe(true);
+    const value = dataJson({ agents: { main: { skills: [{ root: "skills" }] } } })!;
+    writeValidatedConfig(join(dir, "skills.config.ts"), value, { ...first.config, outDir: "from-the-entry" });
+    expect((await loadConfig(undefined, dir)).config.outDir).toBe("from-the-entry");
+    // An environment read by the config gives another value: validated afresh.
+    await writeFile(join(dir, "skills.config.ts"), 'import { defineConfig } from "skillbake";\nexport default defineConfig({ outDir: process.env.SKILLS_TEST_OUT_DIR, agents: { main: { skills: [{ root: "skills" }] } } });\n');
+    process.env.SKILLS_TEST_OUT_DIR = "out";
+    try {
+      expect((await loadConfig(undefined, dir)).config.outDir).toBe("out");
+    } finally {
+      delete process.env.SKILLS_TEST_OUT_DIR;
+    }
+    // undefined is not data: that value is validated (defaults applied), never taken from an entry.
+    expect((await loadConfig(undefined, dir)).config.outDir).toBe("dist/skills");
+  });
+
+  it("is never used for a JSON config, which a pull request may change beside a forged entry", async () => {
+    const dir = join(await tempDir(), "app");
+    const config = { agents: { main: { skills: [{ root: "skills" }] } } };
+    await writeTree(dir, { "skills.config.json": JSON.stringify(config) });
+    const file = join(dir, "skills.config.json");
+    writeValidatedConfig(file, dataJson(config)!, { ...(await loadConfig(undefined, dir)).config, agents: { "../../escaped": { skills: [] } } });
+    expect(existsSync(join(dir, "node_modules/.cache/skillbake/config/skills.config.json.validated.json"))).toBe(true);
+    expect(Object.keys((await loadConfig(undefined, dir)).config.agents)).toEqual(["main"]);
+  });
+
+  it("takes only data JSON gives back as it is", () => {
+    expect(dataJson({ a: [1, "x", null, true], b: { c: -1.5 } })).toBe('{"a":[1,"x",null,true],"b":{"c":-1.5}}');
+    const sparse = [1, , 3];
+    const withExtra = Object.assign([1], { extra: true });
+    const getter = Object.defineProperty({}, "a", { enumerable: true, get: () => 1 });
+    const hidden = Object.defineProperty({}, "a", { enumerable: false, value: 1 });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const shared = { x: 1 };
+    for (const value of [-0, NaN, Infinity, undefined, { a: undefined }, () => 1, 1n, Symbol("s"), new Date(0), Object.create(null), sparse, withExtra, getter, hidden, { [Symbol("k")]: 1 }, new Proxy({}, {}), cyclic]) {
+      expect(dataJson(value), String(typeof value)).toBeUndefined();
+    }
+    // The same object twice is no cycle.
+    expect(dataJson({ a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');
   });
 });

@@ -1,6 +1,6 @@
 import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { configJsonSchema, configSchema } from "../src/compile/config.js";
+import { configJsonSchema, configSchemas } from "../src/compile/config.js";
 
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const validate = new Ajv2020({ strict: false }).compile(configJsonSchema());
@@ -32,7 +32,7 @@ const CASES: [string, unknown, boolean][] = [
 
 describe("skills schema config", () => {
   it.each(CASES)("judges %s as the compiler does", (_name, config, valid) => {
-    expect(configSchema.safeParse(config).success).toBe(valid);
+    expect(configSchemas().config.safeParse(config).success).toBe(valid);
     expect(validate(config)).toBe(valid);
   });
 
@@ -43,6 +43,6 @@ describe("skills schema config", () => {
   });
 
   it("while the config schema itself accepts a function format", () => {
-    expect(configSchema.safeParse({ format: () => "prompt", agents: { main: { ...agent, format: () => "prompt" } } }).success).toBe(true);
+    expect(configSchemas().config.safeParse({ format: () => "prompt", agents: { main: { ...agent, format: () => "prompt" } } }).success).toBe(true);
   });
 });

@@ -41,9 +41,9 @@ describe("loadConfig", () => {
     expect(loaded.config.location).toBe("relative");
     expect(loaded.config.agents.coding!.skills).toEqual([{ root: "skills" }]);
     expect(loaded.inputs).toEqual([join(dir, "agents.ts"), join(dir, "skills.config.ts")]);
-    // Only the transpiled-config cache is written, by a rename.
+    // Only the transpiled config and what it resolved to are written, each by a rename.
     expect((await readdir(dir)).sort()).toEqual(["agents.ts", "node_modules", "skills.config.ts"]);
-    expect(await readdir(join(dir, "node_modules/.cache/skillbake/config"))).toEqual(["skills.config.ts.json"]);
+    expect((await readdir(join(dir, "node_modules/.cache/skillbake/config"))).sort()).toEqual(["skills.config.ts.json", "skills.config.ts.validated.json"]);
   });
 
   it("loads TypeScript as from beside the config: packages resolve from its folder; import.meta is the config's, in the files it imports too", async () => {

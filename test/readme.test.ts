@@ -10,7 +10,7 @@ import { dirname, join, relative } from "node:path";
 import Ajv2020Module from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { configJsonSchema, configSchema, loadConfig } from "../src/compile/config.js";
+import { configJsonSchema, configSchemas, loadConfig } from "../src/compile/config.js";
 import { parseSkillFile } from "../src/compile/parse.js";
 import { renderPrompt, type PromptSkill } from "../src/compile/render.js";
 import { validateSkill } from "../src/compile/validate.js";
@@ -156,7 +156,7 @@ describe("README and docs", () => {
   });
 
   it("documents every config setting, with the schema's defaults and choices", () => {
-    const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as SchemaNode;
+    const schema = z.toJSONSchema(configSchemas().config, { io: "input", unrepresentable: "any" }) as SchemaNode;
     const expected = settings(schema);
     const rows = tableRows(section(configuration, "docs/configuration.md", "config-reference"));
     // `agents.<id>.skills[].root` in the docs is `agents.*.skills[].root` in the schema walk.

@@ -9,6 +9,7 @@ import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
 import { hashFile, hashOpenFile, isSameFile } from "../compile/resources.js";
+import { once } from "../compile/once.js";
 import { escapeInvisible } from "../compile/terminal.js";
 import * as z from "zod";
 
@@ -676,12 +677,14 @@ export function filesUnder(dir: string): string[] {
   return files;
 }
 
-/** What `manifestListing` reads of a manifest: only what names the bundle's files. */
-const manifestHead = z.looseObject({ generator: z.literal(GENERATOR), hashes: z.looseObject({ outputs: z.record(z.string(), z.string()) }) });
-const stagedSkill = z.looseObject({ file: z.string(), staged: z.string().optional() });
-const manifestStaged = z.looseObject({
-  agents: z.record(z.string(), z.looseObject({ skills: z.array(stagedSkill) })),
-  skills: z.array(stagedSkill.extend({ files: z.array(z.looseObject({ path: z.string() })) })),
+/** What `manifestListing` reads of a manifest: only what names the bundle's files. Built when an outDir holds files. */
+const manifestHead = once(() => z.looseObject({ generator: z.literal(GENERATOR), hashes: z.looseObject({ outputs: z.record(z.string(), z.string()) }) }));
+const manifestStaged = once(() => {
+  const stagedSkill = z.looseObject({ file: z.string(), staged: z.string().optional() });
+  return z.looseObject({
+    agents: z.record(z.string(), z.looseObject({ skills: z.array(stagedSkill) })),
+    skills: z.array(stagedSkill.extend({ files: z.array(z.looseObject({ path: z.string() })) })),
+  });
 });
 
 /**
@@ -698,11 +701,11 @@ const manifestStaged = z.looseObject({
 function manifestListing(outDir: string, files: readonly string[]): Set<string> | undefined {
   const text = readManifest(outDir, HEAD_END);
   const generatorAt = text?.indexOf(GENERATOR_LINE) ?? -1;
-  const head = manifestHead.safeParse(generatorAt < 0 ? undefined : parseJson(`{${text!.slice(generatorAt)}`));
+  const head = manifestHead().safeParse(generatorAt < 0 ? undefined : parseJson(`{${text!.slice(generatorAt)}`));
   if (!head.success) return undefined;
   const listed = new Set(["manifest.json", ...Object.keys(head.data.hashes.outputs)]);
   if (files.every((path) => listed.has(path))) return listed;
-  const whole = manifestStaged.safeParse(parseJson(readManifest(outDir)));
+  const whole = manifestStaged().safeParse(parseJson(readManifest(outDir)));
   if (!whole.success) return listed;
   const filesOf = new Map(whole.data.skills.map((skill) => [skill.file, skill.files]));
   const staged = [...whole.data.skills, ...Object.values(whole.data.agents).flatMap((agent) => agent.skills)];
@@ -823,7 +826,7 @@ function assertPublishedReplaceable(dir: string): void {
   });
 }
 
-const publishedIndex = z.looseObject({ generator: z.literal(GENERATOR), skills: z.array(z.looseObject({ url: z.string() })) });
+const publishedIndex = once(() => z.looseObject({ generator: z.literal(GENERATOR), skills: z.array(z.looseObject({ url: z.string() })) }));
 
 /** The files the index.json skillbake wrote in `dir` names (relative URLs only), and itself; undefined for no such index. */
 function publishedListing(dir: string): Set<string> | undefined {
@@ -835,6 +838,6 @@ function publishedListing(dir: string): Set<string> | undefined {
   } finally {
     closeSync(opened.fd);
   }
-  const index = publishedIndex.safeParse(parseJson(text));
+  const index = publishedIndex().safeParse(parseJson(text));
   return index.success ? new Set(["index.json", ...index.data.skills.map((skill) => skill.url)]) : undefined;
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { isBuiltin } from "node:module";
+import { isProxy } from "node:util/types";
 import { basename, dirname, join } from "node:path";
 import { readCacheFile, readRegularFile, writeCacheFile } from "./cache-file.js";
 import { TOOL_VERSION } from "./version.js";
@@ -93,6 +94,65 @@ export function writeTranspiledConfig(
     inputs[input] = digest;
   }
   writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), JSON.stringify({ code: transpiled.code, kind: transpiled.kind, inputs, folders, settings } satisfies Entry));
+}
+
+/** Bumped when the validated config's entry changes. */
+const VALIDATED_FORMAT = 1;
+
+/**
+ * The validated-config cache: `node_modules/.cache/skillbake/config/<config file name>.validated.json`, the config's
+ * value as `dataJson` wrote it and what validating that value resolved to. A build whose config gives the same
+ * value again (as data) takes the result without building the config's schema (~2 ms of a small build, and ~1 MB
+ * the collector then cleans up); only for the same tool build and config path. Undefined when there is no entry for
+ * this value.
+ */
+export function readValidatedConfig(file: string, value: string): unknown {
+  const entry = readCacheFile(validatedPath(file), VALIDATED_FORMAT, validatedKey(file)) as { value?: unknown; resolved?: unknown } | undefined;
+  if (entry?.value !== value || typeof entry.resolved !== "string") return undefined;
+  try {
+    return JSON.parse(entry.resolved);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Records what `value` (`dataJson`'s text) resolved to, when that is data too; failures are ignored. */
+export function writeValidatedConfig(file: string, value: string, resolved: unknown): void {
+  const resolvedJson = dataJson(resolved);
+  if (resolvedJson !== undefined) writeCacheFile(validatedPath(file), VALIDATED_FORMAT, validatedKey(file), JSON.stringify({ value, resolved: resolvedJson }));
+}
+
+/**
+ * `value` as JSON when it is data that JSON gives back as it is: null, booleans, strings, finite numbers but -0, and
+ * arrays (without holes or other properties) and plain objects (of Object's prototype, with enumerable data
+ * properties under string keys only) of such values, once each. Undefined for anything else (a function, a zod
+ * schema, `undefined`, a getter, a proxy, a cycle…), which only validation can judge.
+ */
+export function dataJson(value: unknown): string | undefined {
+  const visiting = new Set<object>();
+  const isData = (item: unknown): boolean => {
+    if (item === null || typeof item === "string" || typeof item === "boolean") return true;
+    if (typeof item === "number") return Number.isFinite(item) && !Object.is(item, -0);
+    if (typeof item !== "object" || isProxy(item) || visiting.has(item)) return false;
+    visiting.add(item);
+    const descriptors = Object.getOwnPropertyDescriptors(item);
+    const keys = Reflect.ownKeys(descriptors);
+    const shaped = Array.isArray(item)
+      ? Object.getPrototypeOf(item) === Array.prototype && keys.length === item.length + 1 && keys.every((key, index) => (index === item.length ? key === "length" : key === String(index)))
+      : Object.getPrototypeOf(item) === Object.prototype && keys.every((key) => typeof key === "string" && descriptors[key]!.enumerable === true);
+    const data = shaped && keys.every((key) => key === "length" || ("value" in descriptors[key as string]! && isData(descriptors[key as string]!.value)));
+    visiting.delete(item);
+    return data;
+  };
+  return isData(value) ? JSON.stringify(value) : undefined;
+}
+
+function validatedPath(file: string): string {
+  return join(dirname(file), "node_modules", ".cache", "skillbake", "config", `${basename(file)}.validated.json`);
+}
+
+function validatedKey(file: string): string {
+  return sha256(JSON.stringify({ tool: TOOL_VERSION, file }));
 }
 
 /** The files esbuild consults for a bundled file, in its folder and every folder above. */

@@ -9,7 +9,8 @@ import * as z from "zod";
 import { zodForConfigs } from "./config-zod.js";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
 import { PRESETS, RULE_CODES } from "./rules.js";
-import { readTranspiledConfig, writeTranspiledConfig, type TranspiledConfig } from "./config-cache.js";
+import { dataJson, readTranspiledConfig, readValidatedConfig, writeTranspiledConfig, writeValidatedConfig, type TranspiledConfig } from "./config-cache.js";
+import { once } from "./once.js";
 import { didYouMean } from "./suggest.js";
 import { systemErrorReason } from "./fs-error.js";
 import { DEFAULT_TOKEN_ENCODING, TOKEN_ENCODINGS } from "./tokens.js";
@@ -17,140 +18,148 @@ import type { FormatFunction } from "./render.js";
 
 export const CONFIG_FILE_NAMES = ["skills.config.ts", "skills.config.mts", "skills.config.js", "skills.config.mjs", "skills.config.json"] as const;
 
-const patterns = z.array(z.string().min(1, "a pattern cannot be empty"));
-
-const sourceSchema = z.strictObject({
-  root: z.string().min(1, "a root cannot be empty"),
-  available: patterns.optional(),
-  inline: patterns.optional(),
-  include: patterns.optional(),
-  exclude: patterns.optional(),
-  /** A folder with a SKILL.md inside a skill's folder is a skill of its own (as the MCP skills extension allows), not one of that skill's files. */
-  nested: z.boolean().optional(),
-  /** The root may be absent (`~/skills` on a laptop): no `root-missing` then. */
-  optional: z.boolean().optional(),
-});
-
-/** Per-code severities: the top-level `rules`, and each entry of `overrides`. */
-const rulesSchema = z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"]));
-
-/** A function format exists only in TS/JS configs; JSON Schema cannot describe it, so `configJsonSchema` leaves it out. */
-const formatFunction = z.custom<FormatFunction>((value) => typeof value === "function", {
-  message: 'expected "pi", "markdown" or a function (ctx) => string',
-});
-const FORMAT_NAMES = ["pi", "markdown"] as const;
-const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
-  error: 'expected "pi", "markdown" or a function (ctx) => string',
-});
-
 /** The skill tool's styles: see `ToolStyle` in src/runtime/helpers.ts. */
 export const TOOL_STYLES = ["use_skill", "read_skill", "Skill"] as const;
-
-/** A zod schema exists only in TS/JS configs; `configJsonSchema` says so. */
-const frontmatterSetting = z
-  .custom<FrontmatterSchema>(isObjectSchema, { message: 'expected a zod object schema: frontmatter: z.object({ … }), with `import { defineConfig, z } from "skillbake"`' })
-  .superRefine((schema, context) => {
-    for (const key of redeclaredFields(schema)) context.addIssue({ code: "custom", path: [key], message: `\`${key}\` is a built-in frontmatter field, with its own type and rules; declare only your own fields` });
-  });
-
-const agentSchema = z.strictObject({
-  /** Omitted or []: an agent of context files only (a chat agent that invokes no skill, say). */
-  skills: z.array(sourceSchema).default([]),
-  format: formatSchema.optional(),
-  /** What the catalogue of available skills may take, in characters, `{ contextWindow }` or `{ tokens }`; later skills are dropped from it past that. */
-  budget: z
-    .union(
-      [
-        z.number().int().positive("a budget is a positive number of characters"),
-        /** 2% of the model's context window (in tokens), counted in characters at 4 a token: 16,000 for 200,000 tokens. */
-        z.strictObject({ contextWindow: z.number().int().positive("a context window is a positive number of tokens") }),
-        z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") }),
-      ],
-      { error: "expected a number of characters, { contextWindow: tokens } or { tokens: N }" },
-    )
-    .optional(),
-  /** One name from several sources: keep every copy and warn (the default), or only the first or last source's; "last" also makes the last of one name in one root win. */
-  duplicates: z.enum(["keep-all", "first", "last"]).optional(),
-  /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
-  allow: z.array(z.string().min(1, "a pattern cannot be empty")).optional(),
-  /** Globs, relative to the config folder, of Markdown files placed before the skills in the prompt. */
-  context: patterns.optional(),
-  description: z.string().optional(),
-  /** The skill tool's style (its parameters and answer) and the name the model calls it by; `use_skill` when omitted. */
-  tool: z
-    .strictObject({
-      style: z.enum(TOOL_STYLES).default("use_skill"),
-      // What the tool APIs accept as a tool name (Anthropic, OpenAI, MCP).
-      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a tool name is 1 to 64 letters, digits, _ or -").optional(),
-    })
-    .optional(),
-  /** How the model invokes a skill: "read" (omitted) its file, as in Pi and Codex; "tool": it calls the skill tool, as in Claude Code. */
-  invoke: z.enum(["read", "tool"]).optional(),
-  /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description, as Claude Code lists its skills. */
-  catalogue: z.enum(["prompt", "tool"]).optional(),
-  /** "embed": every file of each skill the agent serves goes into its module (text as strings, binary as bytes), for an MCP server. */
-  /** `{ wellKnown: DIR }`: the agent's skills published as an Agent Skills discovery index in DIR/.well-known/agent-skills/ (DIR relative to the config folder). */
-  publish: z.strictObject({ wellKnown: z.string().min(1, "a folder cannot be empty") }).optional(),
-  files: z.literal("embed", { error: 'expected "embed": every file of the agent\'s skills in its module, for serving them over MCP' }).optional(),
-}).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
-  message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
-  path: ["invoke"],
-});
 
 export const AGENT_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
 export const AGENT_ID_MAX_LENGTH = 64;
 
-export const configSchema = z.strictObject({
-  /** Lets `skills.config.json` name its JSON Schema (`skills schema config`) for editor completion; ignored. */
-  $schema: z.string().optional(),
-  outDir: z.string().min(1).default("dist/skills"),
-  location: z
-    .union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })], { error: 'expected "absolute", "relative" or { base: "/where/the/app/runs" }' })
-    .default("relative"),
-  format: formatSchema.default("pi"),
-  yaml: z.enum(["strict", "recover"]).default("strict"),
-  /** The team's own frontmatter fields: every SKILL.md is checked against it, and the fields are typed in the bundle. */
-  frontmatter: frontmatterSetting.optional(),
-  /** Count each agent's prompt and catalogue in tokens of this encoding (manifest, `skills list`, `skills diff`). */
-  tokens: z.strictObject({ encoding: z.enum(TOKEN_ENCODINGS).default(DEFAULT_TOKEN_ENCODING) }).optional(),
-  /**
-   * true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. An object
-   * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, for an agent that lists a folder of its own)
-   * and how (`link`: hard links).
-   */
-  stage: z
-    .union([
-      z.boolean(),
-      z.strictObject({
-        layout: z.enum(["shared", "per-agent"]).default("shared"),
-        method: z.enum(["copy", "link"]).default("copy"),
-      }),
-    ])
-    .optional(),
-  /**
-   * A Markdown file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (an
-   * AGENTS.md, for an agent that reads its instructions from disk, as Codex does). Only a plain `.md` name: it cannot leave the agent's folder or take the place of its `skills`.
-   */
-  contextFile: z
-    .string()
-    .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.md$/, "a Markdown file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)")
-    .optional(),
-  /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
-  descriptionFallback: z.literal("first-paragraph").optional(),
-  preset: z.enum(Object.keys(PRESETS) as [keyof typeof PRESETS]).optional(),
-  rules: rulesSchema.default({}),
-  /** Severities per path, as ESLint's `overrides`: each entry whose `files` globs match a diagnostic's file applies its `rules`, later entries winning. */
-  overrides: z.array(z.strictObject({ files: patterns.min(1, "give at least one glob"), rules: rulesSchema })).optional(),
-  agents: z
-    .record(
-      z
-        .string()
-        .regex(AGENT_ID_PATTERN, "agent ids are lowercase letters, digits and hyphens, starting with a letter")
-        // Each id names files (prompts/<id>.txt, agents/<id>.d.ts): the limit keeps them under the 255 bytes a file name may take.
-        .max(AGENT_ID_MAX_LENGTH, `agent ids are at most ${AGENT_ID_MAX_LENGTH} characters`),
-      agentSchema,
-    )
-    .refine((agents) => Object.keys(agents).length > 0, "define at least one agent"),
+const FORMAT_NAMES = ["pi", "markdown"] as const;
+
+/**
+ * The config's zod schemas, built when first needed: a build whose config is the one validated before (see
+ * `readValidatedConfig`) builds none, which took ~2 ms and 1 MB of every start.
+ */
+export const configSchemas = once(() => {
+  const patterns = z.array(z.string().min(1, "a pattern cannot be empty"));
+
+  const sourceSchema = z.strictObject({
+    root: z.string().min(1, "a root cannot be empty"),
+    available: patterns.optional(),
+    inline: patterns.optional(),
+    include: patterns.optional(),
+    exclude: patterns.optional(),
+    /** A folder with a SKILL.md inside a skill's folder is a skill of its own (as the MCP skills extension allows), not one of that skill's files. */
+    nested: z.boolean().optional(),
+    /** The root may be absent (`~/skills` on a laptop): no `root-missing` then. */
+    optional: z.boolean().optional(),
+  });
+
+  /** Per-code severities: the top-level `rules`, and each entry of `overrides`. */
+  const rulesSchema = z.partialRecord(z.enum(RULE_CODES as [string, ...string[]]), z.enum(["off", "warn", "error"]));
+
+  /** A function format exists only in TS/JS configs; JSON Schema cannot describe it, so `configJsonSchema` leaves it out. */
+  const formatFunction = z.custom<FormatFunction>((value) => typeof value === "function", {
+    message: 'expected "pi", "markdown" or a function (ctx) => string',
+  });
+  const formatSchema = z.union([z.enum(FORMAT_NAMES), formatFunction], {
+    error: 'expected "pi", "markdown" or a function (ctx) => string',
+  });
+
+  /** A zod schema exists only in TS/JS configs; `configJsonSchema` says so. */
+  const frontmatterSetting = z
+    .custom<FrontmatterSchema>(isObjectSchema, { message: 'expected a zod object schema: frontmatter: z.object({ … }), with `import { defineConfig, z } from "skillbake"`' })
+    .superRefine((schema, context) => {
+      for (const key of redeclaredFields(schema)) context.addIssue({ code: "custom", path: [key], message: `\`${key}\` is a built-in frontmatter field, with its own type and rules; declare only your own fields` });
+    });
+
+  const agentSchema = z.strictObject({
+    /** Omitted or []: an agent of context files only (a chat agent that invokes no skill, say). */
+    skills: z.array(sourceSchema).default([]),
+    format: formatSchema.optional(),
+    /** What the catalogue of available skills may take, in characters, `{ contextWindow }` or `{ tokens }`; later skills are dropped from it past that. */
+    budget: z
+      .union(
+        [
+          z.number().int().positive("a budget is a positive number of characters"),
+          /** 2% of the model's context window (in tokens), counted in characters at 4 a token: 16,000 for 200,000 tokens. */
+          z.strictObject({ contextWindow: z.number().int().positive("a context window is a positive number of tokens") }),
+          z.strictObject({ tokens: z.number().int().positive("a budget is a positive number of tokens") }),
+        ],
+        { error: "expected a number of characters, { contextWindow: tokens } or { tokens: N }" },
+      )
+      .optional(),
+    /** One name from several sources: keep every copy and warn (the default), or only the first or last source's; "last" also makes the last of one name in one root win. */
+    duplicates: z.enum(["keep-all", "first", "last"]).optional(),
+    /** Names or globs over the selected skills' names: undefined keeps all, [] none. */
+    allow: z.array(z.string().min(1, "a pattern cannot be empty")).optional(),
+    /** Globs, relative to the config folder, of Markdown files placed before the skills in the prompt. */
+    context: patterns.optional(),
+    description: z.string().optional(),
+    /** The skill tool's style (its parameters and answer) and the name the model calls it by; `use_skill` when omitted. */
+    tool: z
+      .strictObject({
+        style: z.enum(TOOL_STYLES).default("use_skill"),
+        // What the tool APIs accept as a tool name (Anthropic, OpenAI, MCP).
+        name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a tool name is 1 to 64 letters, digits, _ or -").optional(),
+      })
+      .optional(),
+    /** How the model invokes a skill: "read" (omitted) its file, as in Pi and Codex; "tool": it calls the skill tool, as in Claude Code. */
+    invoke: z.enum(["read", "tool"]).optional(),
+    /** Where the catalogue goes: "prompt" (omitted), or "tool": the skill tool's description, as Claude Code lists its skills. */
+    catalogue: z.enum(["prompt", "tool"]).optional(),
+    /** "embed": every file of each skill the agent serves goes into its module (text as strings, binary as bytes), for an MCP server. */
+    /** `{ wellKnown: DIR }`: the agent's skills published as an Agent Skills discovery index in DIR/.well-known/agent-skills/ (DIR relative to the config folder). */
+    publish: z.strictObject({ wellKnown: z.string().min(1, "a folder cannot be empty") }).optional(),
+    files: z.literal("embed", { error: 'expected "embed": every file of the agent\'s skills in its module, for serving them over MCP' }).optional(),
+  }).refine((agent) => agent.catalogue !== "tool" || agent.invoke === "tool", {
+    message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
+    path: ["invoke"],
+  });
+
+  const configSchema = z.strictObject({
+    /** Lets `skills.config.json` name its JSON Schema (`skills schema config`) for editor completion; ignored. */
+    $schema: z.string().optional(),
+    outDir: z.string().min(1).default("dist/skills"),
+    location: z
+      .union([z.enum(["absolute", "relative"]), z.strictObject({ base: z.string().min(1) })], { error: 'expected "absolute", "relative" or { base: "/where/the/app/runs" }' })
+      .default("relative"),
+    format: formatSchema.default("pi"),
+    yaml: z.enum(["strict", "recover"]).default("strict"),
+    /** The team's own frontmatter fields: every SKILL.md is checked against it, and the fields are typed in the bundle. */
+    frontmatter: frontmatterSetting.optional(),
+    /** Count each agent's prompt and catalogue in tokens of this encoding (manifest, `skills list`, `skills diff`). */
+    tokens: z.strictObject({ encoding: z.enum(TOKEN_ENCODINGS).default(DEFAULT_TOKEN_ENCODING) }).optional(),
+    /**
+     * true: copy each selected skill's folder into `<outDir>/skills/<name>/` and point locations there. An object
+     * sets where (`per-agent`: `<outDir>/agents/<id>/skills/<name>/`, for an agent that lists a folder of its own)
+     * and how (`link`: hard links).
+     */
+    stage: z
+      .union([
+        z.boolean(),
+        z.strictObject({
+          layout: z.enum(["shared", "per-agent"]).default("shared"),
+          method: z.enum(["copy", "link"]).default("copy"),
+        }),
+      ])
+      .optional(),
+    /**
+     * A Markdown file name: each agent's context is also written to `<outDir>/agents/<id>/<contextFile>` (an
+     * AGENTS.md, for an agent that reads its instructions from disk, as Codex does). Only a plain `.md` name: it cannot leave the agent's folder or take the place of its `skills`.
+     */
+    contextFile: z
+      .string()
+      .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.md$/, "a Markdown file name of letters, digits, ., _ or -, not starting with a dot (e.g. AGENTS.md)")
+      .optional(),
+    /** A missing description becomes the body's first paragraph, with a `description-fallback` warning. */
+    descriptionFallback: z.literal("first-paragraph").optional(),
+    preset: z.enum(Object.keys(PRESETS) as [keyof typeof PRESETS]).optional(),
+    rules: rulesSchema.default({}),
+    /** Severities per path, as ESLint's `overrides`: each entry whose `files` globs match a diagnostic's file applies its `rules`, later entries winning. */
+    overrides: z.array(z.strictObject({ files: patterns.min(1, "give at least one glob"), rules: rulesSchema })).optional(),
+    agents: z
+      .record(
+        z
+          .string()
+          .regex(AGENT_ID_PATTERN, "agent ids are lowercase letters, digits and hyphens, starting with a letter")
+          // Each id names files (prompts/<id>.txt, agents/<id>.d.ts): the limit keeps them under the 255 bytes a file name may take.
+          .max(AGENT_ID_MAX_LENGTH, `agent ids are at most ${AGENT_ID_MAX_LENGTH} characters`),
+        agentSchema,
+      )
+      .refine((agents) => Object.keys(agents).length > 0, "define at least one agent"),
+  });
+  return { config: configSchema, source: sourceSchema, agent: agentSchema, format: formatSchema, frontmatter: frontmatterSetting };
 });
 
 /**
@@ -158,6 +167,7 @@ export const configSchema = z.strictObject({
  * the schema offers the named formats only.
  */
 export function configJsonSchema(): Record<string, unknown> {
+  const { config: configSchema, format: formatSchema, frontmatter: frontmatterSetting } = configSchemas();
   return z.toJSONSchema(configSchema, {
     io: "input",
     unrepresentable: "any",
@@ -174,10 +184,11 @@ export function configJsonSchema(): Record<string, unknown> {
 }
 
 /** What a config file may contain (defaults not yet applied). */
-export type SkillsConfig = z.input<typeof configSchema>;
-export type ResolvedConfig = z.output<typeof configSchema>;
-export type SourceConfig = z.output<typeof sourceSchema>;
-export type AgentConfig = z.output<typeof agentSchema>;
+type ConfigSchemas = ReturnType<typeof configSchemas>;
+export type SkillsConfig = z.input<ConfigSchemas["config"]>;
+export type ResolvedConfig = z.output<ConfigSchemas["config"]>;
+export type SourceConfig = z.output<ConfigSchemas["source"]>;
+export type AgentConfig = z.output<ConfigSchemas["agent"]>;
 
 /** Types a config file; returns it unchanged. */
 export function defineConfig(config: SkillsConfig): SkillsConfig {
@@ -243,11 +254,23 @@ export async function loadConfig(path?: string, cwd = process.cwd(), { readOnly 
   if (file.endsWith(".json") && typeof value === "object" && value !== null && Object.hasOwn(value, "frontmatter")) {
     throw new ConfigError(file, "frontmatter: a JSON config cannot hold a zod schema; move the config to skills.config.ts and write `frontmatter: z.object({ … })`");
   }
-  let parsed: ReturnType<typeof configSchema.safeParse>;
+  // A JSON config is data that a pull request may change, and an entry of the cache could be committed beside it: it
+  // is validated every time. A TS or JS config is code, which could do whatever a forged entry could.
+  const asData = file.endsWith(".json") ? undefined : dataJson(value);
+  const validated = asData === undefined ? undefined : (readValidatedConfig(file, asData) as ResolvedConfig | undefined);
+  const config = validated ?? (await validate(file, value, exportAt, code));
+  if (asData !== undefined && validated === undefined && !readOnly) writeValidatedConfig(file, asData, config);
+  const budget = environmentBudget(file);
+  return { file, dir: dirname(file), config, inputs, ...(budget === undefined ? {} : { environmentBudget: budget }) };
+}
+
+/** The config's value checked against its schema: what it resolves to (defaults applied), or a ConfigError. */
+async function validate(file: string, value: unknown, exportAt: string | undefined, code: ConfigCode | undefined): Promise<ResolvedConfig> {
+  let parsed: ReturnType<ConfigSchemas["config"]["safeParse"]>;
   try {
     // Validation reads the export: a getter or a proxy trap in it runs here, and may throw. Once a process, so
     // without zod's compiled fast path (made with `new Function` on a schema's first parse: ~1 ms more than it saves).
-    parsed = configSchema.safeParse(value, { jitless: true });
+    parsed = configSchemas().config.safeParse(value, { jitless: true });
   } catch (error) {
     const message = thrownMessage(error);
     const where = (code ? await failureLocation(error, code) : undefined) ?? exportAt ?? file;
@@ -261,8 +284,7 @@ export async function loadConfig(path?: string, cwd = process.cwd(), { readOnly 
     }
     throw new ConfigError(file, formatIssues(parsed.error.issues));
   }
-  const budget = environmentBudget(file);
-  return { file, dir: dirname(file), config: parsed.data, inputs, ...(budget === undefined ? {} : { environmentBudget: budget }) };
+  return parsed.data;
 }
 
 interface ImportedConfig {
@@ -689,9 +711,10 @@ function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
 
 /** The settings the object at `path` of a config accepts: the candidates for a mistyped one. */
 function settingsAt(path: readonly PropertyKey[]): string[] {
-  if (path.length === 0) return Object.keys(configSchema.shape);
-  if (path[0] === "agents" && path.length === 2) return Object.keys(agentSchema.shape);
-  if (path[0] === "agents" && path[2] === "skills" && path.length === 4) return Object.keys(sourceSchema.shape);
+  const schemas = configSchemas();
+  if (path.length === 0) return Object.keys(schemas.config.shape);
+  if (path[0] === "agents" && path.length === 2) return Object.keys(schemas.agent.shape);
+  if (path[0] === "agents" && path[2] === "skills" && path.length === 4) return Object.keys(schemas.source.shape);
   return [];
 }
 
@@ -713,7 +736,7 @@ export const IMPLICIT_AGENT = "paths";
  * is its skill's folder.
  */
 export function implicitConfig(paths: readonly string[], cwd: string): LoadedConfig {
-  const parsed = configSchema.safeParse({ agents: { [IMPLICIT_AGENT]: { skills: paths.map((path) => ({ root: skillFolderOf(path, cwd), nested: true })) } } });
+  const parsed = configSchemas().config.safeParse({ agents: { [IMPLICIT_AGENT]: { skills: paths.map((path) => ({ root: skillFolderOf(path, cwd), nested: true })) } } });
   if (!parsed.success) throw new ConfigError(cwd, formatIssues(parsed.error.issues).replaceAll(`agents.${IMPLICIT_AGENT}.skills`, "paths"));
   return { file: join(cwd, "skills check"), dir: cwd, config: parsed.data, inputs: [], implicit: true };
 }

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { once } from "./once.js";
+import { lazyProperties, once } from "./once.js";
 
 /**
  * The frontmatter model: the single source of the known fields' types. Validation,
@@ -7,31 +7,33 @@ import { once } from "./once.js";
  * `name` and `description` are checked by their own rules (name-*, description-*), so they are
  * not part of this object; every field here is optional and a bad value is `field-invalid`.
  */
-const toolList = z
-  .union([z.string(), z.array(z.string())])
-  .transform((value) => (typeof value === "string" ? splitTools(value) : value))
-  // The declared output type lets JSON Schema (manifest, .d.ts) describe what a transform cannot.
-  .pipe(z.array(z.string()));
+const toolList = () =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .transform((value) => (typeof value === "string" ? splitTools(value) : value))
+    // The declared output type lets JSON Schema (manifest, .d.ts) describe what a transform cannot.
+    .pipe(z.array(z.string()));
 
 /** `Read Grep, Bash(git log:*)` → three tools: separators inside parentheses belong to the tool. */
 function splitTools(list: string): string[] {
   return list.match(/(?:[^\s,(]+|\([^)]*\)?)+/g) ?? [];
 }
 
-export const optionalFields = {
-  license: z.string().describe("License name, or the file in the skill folder that holds it."),
-  compatibility: z.string().max(500).describe("Environment requirements: products, system packages, network access."),
-  metadata: z.record(z.string(), z.string()).describe("Any further string properties, e.g. author."),
-  "allowed-tools": toolList.describe("Tools the skill may use without asking: a list, or a space- or comma-separated string."),
-  "disable-model-invocation": z.boolean().describe("true: only a user can invoke the skill; it is left out of the catalogue and the skill tool."),
-  "user-invocable": z.boolean().describe("false: users cannot invoke the skill themselves; the model still sees it."),
-  "argument-hint": z.string().describe("Shown to users when they invoke the skill, e.g. [issue-number]."),
-  context: z.enum(["inline", "fork"]).describe("fork: the skill runs in a sub-agent of its own; inline (default): in the conversation."),
-  agent: z.string().describe("With context: fork, the task type (sub-agent) that runs the skill."),
-  model: z.string().describe("The model to use while the skill is active."),
-  version: z.string().describe("The skill's version, as text (quote numbers: \"1.0\")."),
-  tags: z.array(z.string()).describe("Labels for catalogues and dashboards."),
-} as const;
+/** Each field's schema is built when first read: a build validates the fields its skills set, and builds no others. */
+export const optionalFields = lazyProperties({
+  license: () => z.string().describe("License name, or the file in the skill folder that holds it."),
+  compatibility: () => z.string().max(500).describe("Environment requirements: products, system packages, network access."),
+  metadata: () => z.record(z.string(), z.string()).describe("Any further string properties, e.g. author."),
+  "allowed-tools": () => toolList().describe("Tools the skill may use without asking: a list, or a space- or comma-separated string."),
+  "disable-model-invocation": () => z.boolean().describe("true: only a user can invoke the skill; it is left out of the catalogue and the skill tool."),
+  "user-invocable": () => z.boolean().describe("false: users cannot invoke the skill themselves; the model still sees it."),
+  "argument-hint": () => z.string().describe("Shown to users when they invoke the skill, e.g. [issue-number]."),
+  context: () => z.enum(["inline", "fork"]).describe("fork: the skill runs in a sub-agent of its own; inline (default): in the conversation."),
+  agent: () => z.string().describe("With context: fork, the task type (sub-agent) that runs the skill."),
+  model: () => z.string().describe("The model to use while the skill is active."),
+  version: () => z.string().describe("The skill's version, as text (quote numbers: \"1.0\")."),
+  tags: () => z.array(z.string()).describe("Labels for catalogues and dashboards."),
+});
 
 export const MAX_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
