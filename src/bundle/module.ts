@@ -13,6 +13,8 @@ import type { AgentData, ServedData, ServedFile, SkillFile, SkillTable } from ".
 declare const __SKILLBAKE_RUNTIME__: string;
 /** The compiled text of src/runtime/serve.ts (`mcpSkills`), for modules with an agent that embeds its skill files. */
 declare const __SKILLBAKE_SERVE_RUNTIME__: string;
+/** `fieldTypes()` as the build made it (scripts/embedded-text.mjs): a build need not build the model's schemas for it. */
+declare const __SKILLBAKE_FIELD_TYPES__: string;
 
 /**
  * The bundle's modules: `index.js` with every agent and `agents/<id>.js` with one, each with its
@@ -414,7 +416,7 @@ export type SkillMode = "available" | "inline";
 
 /** The known frontmatter fields${customFields ? ", then the config's own (its `frontmatter` schema)" : ""}, as validated by \`skills build\`; the four known ones without \`?\` are always there, defaulted. */
 export interface SkillFields {
-${fieldTypes()}${customFields}}
+${__SKILLBAKE_FIELD_TYPES__}${customFields}}
 
 export interface SkillEntry<N extends string = string> {
   readonly name: N;
@@ -662,8 +664,11 @@ function toolArguments(agent: CompiledAgent): string {
   return agent.tool ? `, ${asciiJson(agent.tool.name)}, ${asciiJson(agent.tool.style)}` : "";
 }
 
-/** `SkillFields` as TypeScript, generated from the zod model so the .d.ts cannot drift from what validation keeps. */
-function fieldTypes(): string {
+/**
+ * `SkillFields` as TypeScript, generated from the zod model so the .d.ts cannot drift from what validation keeps.
+ * @internal Run by the build, which embeds its text (`__SKILLBAKE_FIELD_TYPES__`).
+ */
+export function fieldTypes(): string {
   const schema = z.toJSONSchema(z.object(optionalFields).partial(), { io: "output" }) as { properties: Record<string, JsonSchema> };
   return propertyTypes(schema.properties, Object.keys(FIELD_DEFAULTS), "  ", (shape) => {
     throw new Error(`skillbake: cannot write a TypeScript type for the frontmatter model's JSON Schema ${JSON.stringify(shape)}`);
