@@ -26,11 +26,8 @@ export const AGENT_ID_MAX_LENGTH = 64;
 
 const FORMAT_NAMES = ["pi", "markdown"] as const;
 
-/**
- * The config's zod schemas, built when first needed: a build whose config is the one validated before (see
- * `readValidatedConfig`) builds none, which took ~2 ms and 1 MB of every start.
- */
-export const configSchemas = once(() => {
+/** The schemas of a config's parts: an agent, a source of skills, rules, a format. See `configSchemas`. */
+const partSchemas = once(() => {
   const patterns = z.array(z.string().min(1, "a pattern cannot be empty"));
 
   const sourceSchema = z.strictObject({
@@ -106,7 +103,15 @@ export const configSchemas = once(() => {
     message: 'catalogue: "tool" lists the skills in the skill tool, so the model invokes them with it: set invoke: "tool" too',
     path: ["invoke"],
   });
+  return { patterns, sourceSchema, rulesSchema, formatSchema, frontmatterSetting, agentSchema };
+});
 
+/**
+ * The config's zod schemas, built when first needed: a build whose config is the one validated before (see
+ * `readValidatedConfig`) builds none, which took ~2 ms and 1 MB of every start.
+ */
+export const configSchemas = once(() => {
+  const { patterns, sourceSchema, rulesSchema, formatSchema, frontmatterSetting, agentSchema } = partSchemas();
   const configSchema = z.strictObject({
     /** Lets `skills.config.json` name its JSON Schema (`skills schema config`) for editor completion; ignored. */
     $schema: z.string().optional(),
