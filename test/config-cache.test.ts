@@ -422,7 +422,8 @@ describe("the validated-config cache", () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     const shared = { x: 1 };
-    for (const value of [-0, NaN, Infinity, undefined, { a: undefined }, () => 1, 1n, Symbol("s"), new Date(0), Object.create(null), sparse, withExtra, getter, hidden, { [Symbol("k")]: 1 }, new Proxy({}, {}), cyclic]) {
+    expect(dataJson({ length: 3 })).toBe('{"length":3}');
+    for (const value of [-0, NaN, Infinity, undefined, { a: undefined }, { length: () => 1 }, () => 1, 1n, Symbol("s"), new Date(0), Object.create(null), sparse, withExtra, getter, hidden, { [Symbol("k")]: 1 }, new Proxy({}, {}), cyclic]) {
       expect(dataJson(value), String(typeof value)).toBeUndefined();
     }
     // The same object twice is no cycle.

@@ -377,7 +377,7 @@ export async function recoverInterruptedBuild(outDir: string): Promise<void> {
     if (match && Number(match[2]) !== process.pid) leftovers.push({ path: join(parent, name), kind: match[1] as TransientKind, pid: Number(match[2]) });
   }
   const retired = leftovers.find((leftover) => leftover.kind === "old");
-  if (retired && !lstatSync(outDir, { throwIfNoEntry: false })) {
+  if (retired && !lstatOrNone(outDir)) {
     renameSync(retired.path, outDir);
     leftovers.splice(leftovers.indexOf(retired), 1);
   }

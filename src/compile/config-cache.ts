@@ -137,10 +137,13 @@ export function dataJson(value: unknown): string | undefined {
     visiting.add(item);
     const descriptors = Object.getOwnPropertyDescriptors(item);
     const keys = Reflect.ownKeys(descriptors);
-    const shaped = Array.isArray(item)
+    const array = Array.isArray(item);
+    const shaped = array
       ? Object.getPrototypeOf(item) === Array.prototype && keys.length === item.length + 1 && keys.every((key, index) => (index === item.length ? key === "length" : key === String(index)))
       : Object.getPrototypeOf(item) === Object.prototype && keys.every((key) => typeof key === "string" && descriptors[key]!.enumerable === true);
-    const data = shaped && keys.every((key) => key === "length" || ("value" in descriptors[key as string]! && isData(descriptors[key as string]!.value)));
+    // An array's own `length` is no element; an object's `length` is a property like any other.
+    const elements = array ? keys.slice(0, -1) : keys;
+    const data = shaped && elements.every((key) => "value" in descriptors[key as string]! && isData(descriptors[key as string]!.value));
     visiting.delete(item);
     return data;
   };
