@@ -349,11 +349,19 @@ const TWISTS = {
   "unknown rule undefined": (config: Record<string, unknown>) => ({ ...config, rules: { ...(config.rules as object), nope: undefined } }),
 };
 
+/** `value` with each function as its source: each load of a config makes its functions anew. */
+function comparable(value: unknown): unknown {
+  if (typeof value === "function") return `function ${String(value)}`;
+  if (Array.isArray(value)) return value.map(comparable);
+  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, comparable(item)]));
+  return value;
+}
+
 /** The outcome of loading a config: what it resolved to, or the message it failed with. */
 async function outcome(dir: string, readOnly: boolean): Promise<unknown> {
   try {
     const loaded = await loadConfig(undefined, dir, { readOnly });
-    return { config: loaded.config, inputs: loaded.inputs, environmentBudget: loaded.environmentBudget };
+    return comparable({ config: loaded.config, inputs: loaded.inputs, environmentBudget: loaded.environmentBudget });
   } catch (error) {
     return { error: (error as Error).message };
   }
