@@ -466,7 +466,9 @@ function lockHolder(outDir: string, lock: string): { pid?: number; running: bool
     const fd = openSync(lock, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
       if (fstatSync(fd).ino !== entry.ino) return { running: false, inode: entry.ino };
-      text = readFileSync(fd, "utf8");
+      // One byte past the most a lock holds, whatever it has grown to since its size was taken.
+      const bytes = Buffer.alloc(MAX_LOCK_BYTES + 1);
+      text = bytes.toString("utf8", 0, readSync(fd, bytes, 0, bytes.length, 0));
     } finally {
       closeSync(fd);
     }

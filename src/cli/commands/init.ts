@@ -151,8 +151,12 @@ interface PackageJson {
  * device or folder is not read: `unread` says which, and init leaves it alone.
  */
 function readPackageJson(path: string): PackageJson | { unread: string } | "invalid" | undefined {
-  const entry = lstatSync(path, { throwIfNoEntry: false });
-  if (!entry) return undefined;
+  let entry;
+  try {
+    entry = lstatSync(path);
+  } catch {
+    return undefined; // none, or none that can be reached: nothing to read or replace
+  }
   if (entry.isSymbolicLink()) return { unread: "a symbolic link" };
   let text: string;
   let mode: number;
