@@ -5,7 +5,7 @@ import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
-import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
+import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readAhead, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
 import { MAX_SKILL_FILE_BYTES } from "../src/compile/parse.js";
 import { fileStatsOf } from "../src/compile/resources.js";
 import { linkLoops, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -292,6 +292,65 @@ describe("files swapped between discovery's steps", () => {
       expect(Buffer.from(read.bytes).equals(bytes.subarray(0, MAX_SKILL_FILE_BYTES + 1))).toBe(true);
       expect(read.stats.size).toBe(BigInt(size));
     }
+  });
+});
+
+describe("SKILL.md files read a group ahead", () => {
+  it("each item in order with its bytes, its text where decoding is the bytes themselves, what `known` says, or a finding", async () => {
+    const dir = await tempDir();
+    const contents: Record<string, Buffer> = {
+      ascii: Buffer.from("---\nname: a\n---\nplain text\n"),
+      empty: Buffer.alloc(0),
+      accented: Buffer.from("---\nname: é\n---\ncafé\n"),
+      bom: Buffer.from("\uFEFF---\nname: b\n---\n"),
+      crlf: Buffer.from("---\r\nname: c\r\n---\r\n"),
+      invalid: Buffer.from([0x2d, 0xff, 0x0a]),
+      huge: Buffer.alloc(MAX_SKILL_FILE_BYTES + 10, 0x61),
+      cached: Buffer.from("not read\n"),
+    };
+    const items = Object.entries(contents).map(([name, bytes]) => {
+      const file = join(dir, name);
+      writeFileSync(file, bytes);
+      return { name, file, stats: lstatSync(file, { bigint: true }) };
+    });
+    items.push({ name: "gone", file: join(dir, "gone"), stats: items[0]!.stats });
+    const seen = [...readAhead(items, (item) => (item.name === "cached" ? "from the cache" : undefined))].map(([item, read]) => {
+      if ("known" in read) return [item.name, read.known];
+      if (!("bytes" in read)) return [item.name, read.code];
+      expect(Buffer.from(read.bytes).equals(contents[item.name]!.subarray(0, MAX_SKILL_FILE_BYTES + 1))).toBe(true);
+      return [item.name, read.text];
+    });
+    expect(seen).toEqual([
+      ["ascii", "---\nname: a\n---\nplain text\n"],
+      ["empty", ""],
+      ["accented", undefined],
+      ["bom", undefined],
+      ["crlf", undefined],
+      ["invalid", undefined],
+      ["huge", undefined],
+      ["cached", "from the cache"],
+      ["gone", "path-unreadable"],
+    ]);
+  });
+
+  it("bytes and texts stay right across groups, each checked when its item comes (as they are used)", async () => {
+    const dir = await tempDir();
+    // ~5 MiB in files of 300-700 KB, ASCII and not, so groups end at either kind and files straddle their ends.
+    const files = Array.from({ length: 12 }, (_, index) => {
+      const file = join(dir, `f${index}`);
+      const line = index % 3 === 0 ? `ünïcödé line ${index}\n` : `plain line ${index}\n`;
+      const bytes = Buffer.from(line.repeat(Math.floor((300_000 + index * 37_000) / line.length)));
+      writeFileSync(file, bytes);
+      return { file, bytes, stats: lstatSync(file, { bigint: true }) };
+    });
+    let checked = 0;
+    for (const [item, read] of readAhead(files, () => undefined)) {
+      if (!("bytes" in read)) throw new Error("unread");
+      expect(Buffer.from(read.bytes).equals(item.bytes)).toBe(true);
+      expect(read.text).toBe(item.bytes.every((byte) => byte < 0x80) ? item.bytes.toString("latin1") : undefined);
+      checked++;
+    }
+    expect(checked).toBe(files.length);
   });
 });
 

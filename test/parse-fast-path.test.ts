@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseSkillFile } from "../src/compile/parse.js";
+import { parseSkillFile, skillBody } from "../src/compile/parse.js";
 
 const encode = (text: string) => new TextEncoder().encode(text);
 
@@ -124,5 +124,24 @@ describe("frontmatter fast path", () => {
       const fields = parseSkillFile("SKILL.md", encode(`---\nname: a\ndescription: d\nflag: ${text}\n---\n`), false).fields!;
       expect(fields.find((field) => field.key === "flag")!.value).toBe(value);
     }
+  });
+});
+
+// A build hands parsing the text of most files ready-made (cut from one string per group of files read ahead):
+// an ASCII file without a carriage return, whose bytes are its text. It must parse as decoding the bytes does.
+describe("a text decoded ahead", () => {
+  it("parses as the bytes do, fields, findings, positions and body", () => {
+    const ascii = (text: string) => !/[^\x00-\x7f]|\r/.test(text);
+    const bodyText = fc.array(fc.constantFrom("Body", " ", "\n", "\t", "---", "# Title", "[link](x.md)", "$ARGUMENTS", "\u0000"), { maxLength: 8 }).map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 5 }), bodyText, fc.boolean(), fc.constantFrom("---\n", "", "---\n\n"), (lines, body, recover, opening) => {
+        const text = `${opening}${lines.join("\n")}\n---\n${body}`;
+        fc.pre(ascii(text));
+        const bytes = encode(text);
+        expect(parseSkillFile("SKILL.md", bytes, recover, bytes.byteLength, Buffer.from(bytes).toString("latin1"))).toEqual(parseSkillFile("SKILL.md", bytes, recover));
+        expect(skillBody(bytes, text)).toBe(skillBody(bytes));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -6,7 +6,7 @@ import { agentBudget, BUDGET_VARIABLE, ConfigError, type LoadedConfig } from "./
 import { resolveFindings, type Diagnostic, type Finding } from "./diagnostics.js";
 import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
-import { comparePaths, discoverRoot, pathChanged, pathIn, readSkillBytes, relativeTo, takeStats, type RootListing, type StatsTaken } from "./discover.js";
+import { comparePaths, discoverRoot, pathChanged, pathIn, readAhead, readSkillBytes, relativeTo, takeStats, type RootListing, type SkillRead, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
 import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter, type WrittenFrontmatter } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
@@ -229,6 +229,12 @@ interface SkillToCheck {
   stats: FileStats;
 }
 
+/** A SKILL.md's size and sha256, as read or as the cache recorded them. */
+interface KnownFile {
+  size: number;
+  sha256: string;
+}
+
 /** Token counting, when the config asks for it: the counter, its encoding, and the counts on their way. */
 interface AgentTokens {
   encoding: TokenEncoding;
@@ -286,15 +292,17 @@ function checkSkillFiles(context: CompileContext, byFile: ReadonlyMap<string, Sk
   const { frontmatter } = context.loaded.config;
   const customFields = frontmatter && declaredFields(frontmatter);
   const validByFile = new Map<string, ValidSkill>();
-  const skillFileHashes = new Map<string, { size: number; sha256: string }>();
+  const skillFileHashes = new Map<string, KnownFile>();
   const checked = new Set<string>();
   let done = 0;
-  for (const skill of byFile.values()) {
+  // With its signature unchanged, a file is not read: its hash and outcome come from the cache.
+  const known = (skill: SkillToCheck) => context.options.cache?.knownFile(context.display(skill.file), skill.stats);
+  for (const [skill, source] of readAhead(byFile.values(), known)) {
     // One file reached through two roots (one a link to the other) is checked at each path, as each agent may see it
     // at its own; what is wrong with it is reported once, at the first.
     const again = checked.has(skill.realFile);
     checked.add(skill.realFile);
-    const valid = checkSkillFile(again ? { ...context, findings: [] } : context, skill, customFields, skillFileHashes);
+    const valid = checkSkillFile(again ? { ...context, findings: [] } : context, skill, source, customFields, skillFileHashes);
     if (valid) validByFile.set(skill.file, valid);
     context.options.onProgress?.({ done: ++done, total: byFile.size });
   }
@@ -305,34 +313,34 @@ function checkSkillFiles(context: CompileContext, byFile: ReadonlyMap<string, Sk
 function checkSkillFile(
   { loaded, options, display, findings }: CompileContext,
   { file, folder, stats }: SkillToCheck,
+  source: { known: KnownFile } | SkillRead | Finding,
   customFields: ReturnType<typeof declaredFields> | undefined,
-  skillFileHashes: Map<string, { size: number; sha256: string }>,
+  skillFileHashes: Map<string, KnownFile>,
 ): ValidSkill | undefined {
   const { config } = loaded;
   const displayFile = display(file);
   const cache = options.cache;
-  // With its signature unchanged, the file is not read: its hash and outcome come from the cache, and its bytes
-  // are read (and checked against that hash) only if something needs them.
-  let known = cache?.knownFile(displayFile, stats);
+  // A file the cache knows is not read: its bytes are read (and checked against its hash) only if something needs them.
+  let known: KnownFile;
   let bytes: Uint8Array | undefined;
-  if (!known) {
-    const read = readSkillBytes(file, stats);
-    if (!("bytes" in read)) {
-      findings.push({ ...read, file: displayFile });
-      cache?.unrecorded();
-      return undefined;
-    }
-    bytes = read.bytes;
-    known = { size: Number(read.stats.size), sha256: sha256Hex(bytes) };
+  let text: string | undefined;
+  if ("known" in source) known = source.known;
+  else if (!("bytes" in source)) {
+    findings.push({ ...source, file: displayFile });
+    cache?.unrecorded();
+    return undefined;
+  } else {
+    ({ bytes, text } = source);
+    known = { size: Number(source.stats.size), sha256: sha256Hex(bytes) };
     // A file over the size limit is read only in part, so its hash cannot tell that it changed.
-    if (known.size === bytes.byteLength) cache?.recordFile(displayFile, read.stats, known.size, known.sha256);
+    if (known.size === bytes.byteLength) cache?.recordFile(displayFile, source.stats, known.size, known.sha256);
     else cache?.unrecorded();
   }
   const { size, sha256: hash } = known;
   skillFileHashes.set(file, known);
   const bytesNow = () => bytes ?? readUnchanged(file, displayFile, stats);
   const validate = () =>
-    validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size), {
+    validateSkill(displayFile, folder, parseSkillFile(displayFile, bytesNow(), config.yaml === "recover", size, text), {
       descriptionFallback: config.descriptionFallback,
       customFields,
       locate: (path) => {
@@ -356,7 +364,7 @@ function checkSkillFile(
     // Field by field: a spread followed by more fields (`{ ...content, file }`) cost V8 ~5 µs a skill.
     const { name, description, fields, extra, bodyLine, links, body } = skillContent;
     const again = rereads(file, displayFile, stats, config.yaml === "recover", size);
-    return new ValidSkillRecord({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written: again.written }, body ?? (bytes ? skillBody(bytes) : again.body));
+    return new ValidSkillRecord({ name, description, fields, extra, bodyLine, links, file, displayFile, hash, written: again.written }, body ?? (bytes ? skillBody(bytes, text) : again.body));
   };
   // Unread, and the cache's own record (no `frontmatter` schema made another): a watching session's skill made from it last time.
   return options.skills && !bytes && content === validated.content ? options.skills.validSkill(content, file, stats, make) : make();

@@ -48,9 +48,10 @@ export interface ParsedSkillFile {
 /**
  * SKILL.md bytes → frontmatter fields and body. Pure: `file` is only used to label findings.
  * `recover` reads each top-level field on its own where the YAML fails. `size`: the file's size,
- * when `bytes` holds only as much of a large file as it takes to tell that it is over the limit.
+ * when `bytes` holds only as much of a large file as it takes to tell that it is over the limit. `decoded`: the
+ * bytes as text already, as decoding them (see `decodeUtf8`) gives.
  */
-export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean, size = bytes.byteLength): ParsedSkillFile {
+export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean, size = bytes.byteLength, decoded?: string): ParsedSkillFile {
   const failed = (finding: Omit<Finding, "file">): ParsedSkillFile => ({ findings: [{ file, ...finding }], body: "", bodyLine: 1 });
 
   if (size > MAX_SKILL_FILE_BYTES) {
@@ -62,7 +63,7 @@ export function parseSkillFile(file: string, bytes: Uint8Array, recover: boolean
       hint: "Move long material into references/ files that the skill links to.",
     });
   }
-  const text = decodeUtf8(bytes);
+  const text = decoded ?? decodeUtf8(bytes);
   if (typeof text !== "string") {
     return failed({
       code: "encoding-invalid",
@@ -162,8 +163,8 @@ export function writtenFrontmatter(parsed: ParsedSkillFile): WrittenFrontmatter 
  * The body `parseSkillFile` gives for the same bytes, without reading the frontmatter: for a SKILL.md whose
  * fields the cache already holds.
  */
-export function skillBody(bytes: Uint8Array): string {
-  const text = decodeUtf8(bytes);
+export function skillBody(bytes: Uint8Array, decoded?: string): string {
+  const text = decoded ?? decodeUtf8(bytes);
   const frontmatter = typeof text === "string" ? splitFrontmatter(text) : "no-fence";
   return typeof frontmatter === "object" ? frontmatter.rest.trim() : "";
 }
