@@ -5,6 +5,7 @@ import { relativeTo } from "../compile/discover.js";
 import { resolveRoot } from "../compile/config.js";
 import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields.js";
 import { compareStrings } from "../compile/diagnostics.js";
+import { copyOf } from "../compile/parse.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
 import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
@@ -140,8 +141,10 @@ function agentRow(skill: AgentSkill, shared: AgentSkill, depth: number): string 
   if (kept?.depth === depth && skill === shared) return kept.text;
   const { baseDir, location, staged } = placedElsewhere(skill, shared);
   const text = agentRowJson({ baseDir, file: skill.file, listed: skill.listed, location, mode: skill.mode, name: skill.name, source: skill.source, staged }, depth);
-  if (skill === shared) agentRows.set(skill, { depth, text });
-  return text;
+  if (skill !== shared) return text;
+  const flat = copyOf(text);
+  agentRows.set(skill, { depth, text: flat });
+  return flat;
 }
 
 const agentRows = new WeakMap<AgentSkill, { depth: number; text: string }>();

@@ -190,8 +190,12 @@ function splitFrontmatter(text: string): { yamlLines: string[]; rest: string } |
   return "unclosed";
 }
 
-/** `text` in memory of its own: slicing a concatenation makes V8 flatten it into a new string first. */
-function copyOf(text: string): string {
+/**
+ * `text` in memory of its own: slicing a concatenation makes V8 flatten it into a new string first. Also what to
+ * keep of a string built by concatenation: its parts as V8 holds them, dozens of small strings, take several times
+ * the memory of its characters.
+ */
+export function copyOf(text: string): string {
   return (" " + text).slice(1);
 }
 
