@@ -1,4 +1,6 @@
+import { isAscii } from "node:buffer";
 import { execFileSync } from "node:child_process";
+import fc from "fast-check";
 import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdir, truncate, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
@@ -351,6 +353,38 @@ describe("SKILL.md files read a group ahead", () => {
       checked++;
     }
     expect(checked).toBe(files.length);
+  });
+});
+
+describe("texts read ahead are what decoding each file gives", () => {
+  it("for any files: ASCII or not, BOMs, NUL bytes, carriage returns and bytes that are not UTF-8", async () => {
+    const dir = await tempDir();
+    const piece = fc.oneof(
+      fc.constantFrom("---\n", "name: x\n", "\uFEFF", "é", "😀", "\0", "\r\n", "\r", "plain text "),
+      fc.string({ unit: "binary", maxLength: 6 }),
+    );
+    const file = fc.oneof(
+      fc.array(piece, { maxLength: 12 }).map((pieces) => Buffer.from(pieces.join(""))),
+      fc.uint8Array({ maxLength: 40 }).map((bytes) => Buffer.from(bytes)),
+    );
+    let run = 0;
+    fc.assert(
+      fc.property(fc.array(file, { minLength: 1, maxLength: 8 }), (contents) => {
+        const items = contents.map((bytes, index) => {
+          const path = join(dir, `r${run}-${index}`);
+          writeFileSync(path, bytes);
+          return { file: path, bytes, stats: lstatSync(path, { bigint: true }) };
+        });
+        run++;
+        for (const [item, read] of readAhead(items, () => undefined)) {
+          if (!("bytes" in read)) throw new Error("unread");
+          expect(Buffer.from(read.bytes).equals(item.bytes)).toBe(true);
+          // A text is cut for every ASCII file without a carriage return: what decoding it gives.
+          expect(read.text).toBe(isAscii(item.bytes) && !item.bytes.includes(0x0d) ? new TextDecoder("utf-8", { fatal: true }).decode(item.bytes) : undefined);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
