@@ -551,16 +551,19 @@ export interface SkillBytes {
   stats: BigIntStats;
 }
 
-/** Where `readSkillBytes` reads unless told: one buffer for every file, as reads are synchronous and used at once. */
-const READ_BUFFER = Buffer.allocUnsafe(MAX_SKILL_FILE_BYTES + 1);
+/**
+ * Where `readSkillBytes` reads: one buffer for every file, as reads are synchronous and used at once. Made on first
+ * use: memory outside the heap counts toward the collector's limits, and a build that reads no SKILL.md (nothing
+ * changed) has a full mark-compact less without it.
+ */
+let readBuffer: Buffer | undefined;
 
 /**
  * Reads at most one byte past the size limit: parsing reports a larger file without it ever being loaded whole.
- * Opened non-blocking, so a FIFO put in a file's place cannot hang the build. Into `buffer` at `offset`, which
- * must leave room for that many bytes.
+ * Opened non-blocking, so a FIFO put in a file's place cannot hang the build.
  * @internal
  */
-export function readSkillBytes(file: string, expected: FileIdentity, buffer = READ_BUFFER, offset = 0): SkillBytes | Finding {
+export function readSkillBytes(file: string, expected: FileIdentity): SkillBytes | Finding {
   let fd: number | undefined;
   try {
     fd = openSync(systemCallPath(file), constants.O_RDONLY | constants.O_NONBLOCK);
@@ -569,15 +572,15 @@ export function readSkillBytes(file: string, expected: FileIdentity, buffer = RE
     if (!isSameFile(stats, expected)) return pathChanged(file, "SKILL.md", "the skill is left out");
     // Read to the end, or to the size fstat gave (no read to find an end already known), or past the size limit.
     const size = Number(stats.size);
-    const room = MAX_SKILL_FILE_BYTES + 1;
+    const buffer = (readBuffer ??= Buffer.allocUnsafe(MAX_SKILL_FILE_BYTES + 1));
     let length = 0;
-    while (length < room) {
-      const bytesRead = readSync(fd, buffer, offset + length, room - length, length);
+    while (length < buffer.length) {
+      const bytesRead = readSync(fd, buffer, length, buffer.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
       if (length === size) break;
     }
-    return { bytes: buffer.subarray(offset, offset + length), stats };
+    return { bytes: buffer.subarray(0, length), stats };
   } catch (error) {
     return { code: "path-unreadable", file, message: `SKILL.md ${describePathError(file, error, "cannot be read")}; the skill is left out` };
   } finally {
@@ -593,12 +596,40 @@ export interface SkillRead extends SkillBytes {
   text?: string;
 }
 
-const CARRIAGE_RETURN = 0x0d;
 /** About how many bytes of SKILL.md files `readAhead` reads before handing them on. */
 const READ_AHEAD_BYTES = 1024 * 1024;
-/** Where `readAhead` reads: ASCII files (their bytes are their text) and the others, each up to one file past the group's size. */
-const ASCII_GROUP = Buffer.allocUnsafe(READ_AHEAD_BYTES + MAX_SKILL_FILE_BYTES + 1);
-const OTHER_GROUP = Buffer.allocUnsafe(READ_AHEAD_BYTES + MAX_SKILL_FILE_BYTES + 1);
+
+/**
+ * The bytes of a group of files `readAhead` read, one after another: grown as they need (a build that reads a file or
+ * two keeps a few kilobytes, not megabytes, outside the heap; see `readBuffer`), and kept for the next group.
+ */
+class GroupBytes {
+  private buffer = Buffer.allocUnsafe(0);
+  used = 0;
+
+  /** A view of `bytes` copied in, valid until the next group is appended (a buffer outgrown stays its views' own). */
+  append(bytes: Uint8Array): Buffer {
+    const end = this.used + bytes.byteLength;
+    if (end > this.buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(end, 2 * this.buffer.length, 64 * 1024));
+      this.buffer.copy(grown, 0, 0, this.used);
+      this.buffer = grown;
+    }
+    this.buffer.set(bytes, this.used);
+    this.used = end;
+    return this.buffer.subarray(end - bytes.byteLength, end);
+  }
+
+  /** The group's bytes as Latin-1 text. */
+  latin1(): string {
+    return this.used > 0 ? this.buffer.toString("latin1", 0, this.used) : "";
+  }
+}
+
+/** Where `readAhead` keeps a group's ASCII files (their bytes are their text), and the others. */
+const ASCII_GROUP = new GroupBytes();
+const OTHER_GROUP = new GroupBytes();
+const CARRIAGE_RETURN = 0x0d;
 
 /**
  * Each item with its SKILL.md read (`readSkillBytes`), or with what `known` says of it instead of reading it, in
@@ -612,15 +643,13 @@ const OTHER_GROUP = Buffer.allocUnsafe(READ_AHEAD_BYTES + MAX_SKILL_FILE_BYTES +
  */
 export function* readAhead<T extends { file: string; stats: FileIdentity }, Known>(items: Iterable<T>, known: (item: T) => Known | undefined): Generator<[T, { known: Known } | SkillRead | Finding]> {
   const group: [T, { known: Known } | SkillRead | Finding, number][] = [];
-  let ascii = 0;
-  let other = 0;
   const handOn = function* () {
-    const texts = ascii > 0 ? ASCII_GROUP.toString("latin1", 0, ascii) : "";
+    const texts = ASCII_GROUP.latin1();
     for (const [item, read, at] of group) {
       if (at >= 0 && "bytes" in read) read.text = texts.slice(at, at + read.bytes.byteLength);
       yield [item, read] as [T, { known: Known } | SkillRead | Finding];
     }
-    group.length = ascii = other = 0;
+    group.length = ASCII_GROUP.used = OTHER_GROUP.used = 0;
   };
   for (const item of items) {
     const record = known(item);
@@ -628,21 +657,17 @@ export function* readAhead<T extends { file: string; stats: FileIdentity }, Know
       group.push([item, { known: record }, -1]);
       continue;
     }
-    const read: SkillRead | Finding = readSkillBytes(item.file, item.stats, ASCII_GROUP, ascii);
+    const read: SkillRead | Finding = readSkillBytes(item.file, item.stats);
     let at = -1;
     if ("bytes" in read) {
       const { bytes } = read;
       if (bytes.byteLength <= MAX_SKILL_FILE_BYTES && isAscii(bytes) && !bytes.includes(CARRIAGE_RETURN)) {
-        at = ascii;
-        ascii += bytes.byteLength;
-      } else {
-        read.bytes = OTHER_GROUP.subarray(other, other + bytes.byteLength);
-        read.bytes.set(bytes);
-        other += bytes.byteLength;
-      }
+        at = ASCII_GROUP.used;
+        read.bytes = ASCII_GROUP.append(bytes);
+      } else read.bytes = OTHER_GROUP.append(bytes);
     }
     group.push([item, read, at]);
-    if (ascii >= READ_AHEAD_BYTES || other >= READ_AHEAD_BYTES) yield* handOn();
+    if (ASCII_GROUP.used >= READ_AHEAD_BYTES || OTHER_GROUP.used >= READ_AHEAD_BYTES) yield* handOn();
   }
   yield* handOn();
 }
