@@ -553,8 +553,8 @@ export interface SkillBytes {
 
 /**
  * Where `readSkillBytes` reads: one buffer for every file, as reads are synchronous and used at once. Made on first
- * use: memory outside the heap counts toward the collector's limits, and a build that reads no SKILL.md (nothing
- * changed) has a full mark-compact less without it.
+ * use, as a build that reads no SKILL.md (nothing changed) needs none: memory outside the heap counts toward the
+ * limit that starts V8's full collection (two 2 MiB buffers made at load gave a build that read one file a second one).
  */
 let readBuffer: Buffer | undefined;
 
@@ -601,13 +601,13 @@ const READ_AHEAD_BYTES = 1024 * 1024;
 
 /**
  * The bytes of a group of files `readAhead` read, one after another: grown as they need (a build that reads a file or
- * two keeps a few kilobytes, not megabytes, outside the heap; see `readBuffer`), and kept for the next group.
+ * two holds 64 KiB, not megabytes, outside the heap; see `readBuffer`), and kept for the next group.
  */
 class GroupBytes {
   private buffer = Buffer.allocUnsafe(0);
   used = 0;
 
-  /** A view of `bytes` copied in, valid until the next group is appended (a buffer outgrown stays its views' own). */
+  /** A view of `bytes` copied in, valid until the next group starts (a buffer it outgrows is not written again). */
   append(bytes: Uint8Array): Buffer {
     const end = this.used + bytes.byteLength;
     if (end > this.buffer.length) {
