@@ -1,5 +1,5 @@
 import { closeSync, lstatSync, readFileSync } from "node:fs";
-import { basename, dirname, join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { bundleFingerprint, bundleInputsHash, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
 import { compile, type Compilation, type CompileOptions } from "./compile/compile.js";
@@ -139,10 +139,8 @@ export async function buildInSession(options: BuildOptions, session?: BuildSessi
     const last = lastBuild(loaded, options.outDir ? resolve(cwd, options.outDir) : resolve(loaded.dir, loaded.config.outDir), statsTaken);
     if (last && "listings" in last) lastListings = new LastListings(last.listings);
     else if (last) {
-      const { compilation, folders } = last;
-      const names = [...compilation.verified.keys()].map((file) => basename(file));
-      const skillFiles = names.filter((name) => name !== ".gitignore"); // .gitignore files are verified too, not skill files
-      const cacheStats = { parsed: 0, reused: skillFiles.filter((name) => name === "SKILL.md").length, hashed: 0, unchanged: skillFiles.length, listed: 0, unlisted: folders };
+      const { compilation, folders, files } = last;
+      const cacheStats = { parsed: 0, reused: files.skillMdFiles, hashed: 0, unchanged: files.filesOfSkills, listed: 0, unlisted: folders };
       return { ...withOutcome(compilation, options, cacheStats), outDir: compilation.outDir, written: false, stale: [] };
     }
   }

@@ -4,7 +4,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { build } from "../src/api.js";
+import { build, check } from "../src/api.js";
 import { writeCacheFile } from "../src/compile/cache-file.js";
 import { loadConfig } from "../src/compile/config.js";
 import type { StatsTaken } from "../src/compile/discover.js";
@@ -67,6 +67,13 @@ describe("cache files with a valid header and contents no build writes", () => {
     if (!answer || !("compilation" in answer)) throw new Error("expected the last compilation");
     expect(answer.compilation.agents[0]!.skills.map((skill) => skill.name)).toEqual(["alpha", "beta"]);
     expect(answer.folders).toBe(3);
+    // Each file as a check that walks and reads finds it (only the SKILL.md files' stats are kept as taken; the
+    // others' are made from their lines when asked for), counted without being asked for.
+    expect([answer.files.skillMdFiles, answer.files.filesOfSkills]).toEqual([2, 4]);
+    const walked = (await check({ cwd: dir })).verified;
+    expect(answer.compilation.verified.get(join(dir, "skills/beta/notes.md"))).toEqual(walked.get(join(dir, "skills/beta/notes.md")));
+    expect(new Map(answer.compilation.verified)).toEqual(new Map(walked));
+    expect(answer.compilation.verified.size).toBe(4);
   });
 
   it("a result file that is missing", async () => {

@@ -594,6 +594,16 @@ export function signatureOf(stats: FileStats): string {
   return [stats.dev, stats.ino, stats.size, stats.mtimeNs, stats.ctimeNs].join(":");
 }
 
+/** The stats a `signatureOf` gave (cut at its colons: splitting into an array took twice as long). */
+export function statsOfSignature(signature: string): FileStats {
+  const ino = signature.indexOf(":") + 1;
+  const size = signature.indexOf(":", ino) + 1;
+  const mtime = signature.indexOf(":", size) + 1;
+  const ctime = signature.indexOf(":", mtime) + 1;
+  const field = (from: number, to: number) => BigInt(signature.slice(from, to - 1));
+  return { dev: field(0, ino), ino: field(ino, size), size: field(size, mtime), mtimeNs: field(mtime, ctime), ctimeNs: BigInt(signature.slice(ctime)) };
+}
+
 /**
  * The stat signatures of `files` when each is settled (changed safely before `since`, by the racy rule): what
  * tells that none of them changed since. Undefined when one is missing or changed too recently to tell.

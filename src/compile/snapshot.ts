@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { realpathSync, rmSync, statSync, type BigIntStats } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
-import { BuildCache, contentSignature, isCurrentBundle, isFindingRecord, isObject, isSettledBefore, linkTarget, listingOf, signatureOf, trustedBeforeNow, type BundleRecord } from "./cache.js";
+import { BuildCache, contentSignature, isCurrentBundle, isFindingRecord, isObject, isSettledBefore, linkTarget, listingOf, signatureOf, statsOfSignature, trustedBeforeNow, type BundleRecord } from "./cache.js";
 import { restoreBodies, type Compilation, type ListingSource } from "./compile.js";
 import { resolveRoot, type LoadedConfig } from "./config.js";
 import type { Finding } from "./diagnostics.js";
@@ -30,8 +30,11 @@ interface InputsFile {
 
 type StoredCompilation = Pick<Compilation, "agents" | "skillsChecked" | "diagnostics" | "inputs">;
 
-/** What is still good of the last build: its compilation when nothing it read changed, or its listings when only skill files' contents did. */
-export type LastBuild = { compilation: Compilation; folders: number } | { listings: ReadonlyMap<string, RootListing> };
+/**
+ * What is still good of the last build: its compilation when nothing it read changed (with how many folders and
+ * files the check found so), or its listings when only skill files' contents did.
+ */
+export type LastBuild = { compilation: Compilation; folders: number; files: { skillMdFiles: number; filesOfSkills: number } } | { listings: ReadonlyMap<string, RootListing> };
 
 /**
  * The compilation of the last build when nothing it read has changed since, and the bundle it wrote is untouched.
@@ -49,7 +52,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   const files = snapshotFiles(loaded);
   const index = readCacheFile(files.inputs, FORMAT, key) as InputsFile | undefined;
   if (typeof index?.inputs !== "string" || typeof index.bundle?.fingerprint !== "string") return undefined;
-  const verified = new Map<string, FileStats>();
+  const verified = new CheckedFiles(index.inputs, loaded.dir);
   const comparing: ContentComparison = { trustedBefore: trustedBeforeNow(), folders: roots.flatMap((root) => (root?.startsWith("d") ? [root.slice(1)] : [])), contents: new Map() };
   const lines = new InputLines(index.inputs);
   const changes: InputChanges = { files: new Map(), structural: false };
@@ -63,8 +66,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   for (let read = lines.next(); read !== false; read = lines.next()) {
     if (read === undefined) return undefined;
     const { kind, path, signature } = lines;
-    // Most lines name a path below the config folder, joined without `resolve`'s normalizing (thousands a build).
-    const absolute = isPlainRelative(path) ? pathIn(loaded.dir, path) : resolve(loaded.dir, path);
+    const absolute = inputPath(loaded.dir, path);
     if (kind === "l") {
       if (linkTarget(absolute) !== signature) {
         same = false;
@@ -80,7 +82,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
       if (!changes.structural) noteChange(kind, absolute, stats, signature, changes);
       continue;
     }
-    const verdict = stats && verifiedLine(kind, path, absolute, stats, signature, verified, comparing);
+    const verdict = stats && verifiedLine(lines, absolute, stats, verified, comparing);
     if (verdict === undefined) {
       same = false;
       noteChange(kind, absolute, stats, signature, changes);
@@ -104,7 +106,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   const agents = restoreBodies(stored.agents, verified);
   if (!agents) return undefined;
   if (resigned.length > 0) writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs: withLinesReplaced(index.inputs, resigned), bundle: index.bundle } satisfies InputsFile));
-  return { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders };
+  return { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders, files: verified };
 }
 
 /**
@@ -146,6 +148,107 @@ export class InputLines {
     this.path = text.slice(tab + 1, second);
     this.signature = text.slice(second + 1, third < 0 || third > to ? to : third);
     return true;
+  }
+
+  /** Reads the line that begins at `from`, where `next` found one before. */
+  readAt(from: number): void {
+    this.to = from - 1;
+    this.next();
+  }
+}
+
+/** The absolute path of an inputs line's `path`: most name one below the config folder, joined without `resolve`'s normalizing (thousands a build). */
+function inputPath(configDir: string, path: string): string {
+  return isPlainRelative(path) ? pathIn(configDir, path) : resolve(configDir, path);
+}
+
+/**
+ * The files a nothing-changed check found as their lines sign them (`f`) or as their contents were (`h`), by
+ * absolute path, with their stats. A SKILL.md's are kept as found, for its body to be read by; any other file's
+ * line is kept as where it lies in the inputs text, its stats made from its signature when first asked for. A build
+ * with nothing changed never asks, and thousands of stats and paths kept to the end of the check made the
+ * collector's work as large as a quarter of the check.
+ * @internal
+ */
+export class CheckedFiles implements ReadonlyMap<string, FileStats> {
+  /** SKILL.md files (by name: a SKILL.md inside another skill's folder too), and files compared by contents. */
+  private readonly kept = new Map<string, FileStats>();
+  /** Where the line of each other file begins in the inputs text. */
+  private readonly lineStarts: number[] = [];
+  private everyFile: Map<string, FileStats> | undefined;
+  /** How many are SKILL.md files, and how many files of skills (all but .gitignore files, which are checked too). */
+  skillMdFiles = 0;
+  filesOfSkills = 0;
+
+  constructor(
+    private readonly inputs: string,
+    private readonly configDir: string,
+  ) {}
+
+  /** Adds the file of the line `lines` read last, found at `absolute` as the line signs it (`stats`). */
+  add(lines: InputLines, absolute: string, stats: FileStats): void {
+    if (this.isSkillMd(absolute)) this.kept.set(absolute, fileStatsOf(stats));
+    else this.lineStarts.push(lines.from);
+  }
+
+  /** Adds a file compared by its contents (`stats` those it was hashed with). */
+  keep(absolute: string, stats: FileStats): void {
+    this.isSkillMd(absolute);
+    this.kept.set(absolute, fileStatsOf(stats));
+  }
+
+  /** Counts the file at `absolute`, and tells whether it is a SKILL.md. */
+  private isSkillMd(absolute: string): boolean {
+    const name = basename(absolute);
+    if (name !== ".gitignore") this.filesOfSkills++;
+    if (name !== "SKILL.md") return false;
+    this.skillMdFiles++;
+    return true;
+  }
+
+  get(path: string): FileStats | undefined {
+    return this.kept.get(path) ?? this.all().get(path);
+  }
+
+  has(path: string): boolean {
+    return this.kept.has(path) || this.all().has(path);
+  }
+
+  get size(): number {
+    return this.all().size;
+  }
+
+  forEach(callback: (stats: FileStats, path: string, map: ReadonlyMap<string, FileStats>) => void): void {
+    for (const [path, stats] of this.all()) callback(stats, path, this);
+  }
+
+  entries(): MapIterator<[string, FileStats]> {
+    return this.all().entries();
+  }
+
+  keys(): MapIterator<string> {
+    return this.all().keys();
+  }
+
+  values(): MapIterator<FileStats> {
+    return this.all().values();
+  }
+
+  [Symbol.iterator](): MapIterator<[string, FileStats]> {
+    return this.entries();
+  }
+
+  /** Every file: the kept ones, then the others with their stats made from their lines. */
+  private all(): Map<string, FileStats> {
+    if (this.everyFile) return this.everyFile;
+    const all = new Map(this.kept);
+    const lines = new InputLines(this.inputs);
+    for (const from of this.lineStarts) {
+      lines.readAt(from);
+      all.set(inputPath(this.configDir, lines.path), statsOfSignature(lines.signature));
+    }
+    this.everyFile = all;
+    return all;
   }
 }
 
@@ -191,7 +294,7 @@ function signedFolders(inputs: string, configDir: string): Set<string> {
   const folders = new Set<string>();
   const lines = new InputLines(inputs);
   for (let read = lines.next(); read !== false; read = lines.next()) {
-    if (read && lines.kind === "d") folders.add(isPlainRelative(lines.path) ? pathIn(configDir, lines.path) : resolve(configDir, lines.path));
+    if (read && lines.kind === "d") folders.add(inputPath(configDir, lines.path));
   }
   return folders;
 }
@@ -345,12 +448,13 @@ interface ContentComparison {
  * says: true, or undefined when it changed. A `D` or `h` line (compared by contents) that is settled now comes back
  * as the `d` or `f` line signing it, to take its place. A file's stats go to `verified`, for its body to be read by.
  */
-function verifiedLine(kind: string, path: string, absolute: string, stats: BigIntStats, signature: string, verified: Map<string, FileStats>, comparing: ContentComparison): true | string | undefined {
+function verifiedLine(lines: InputLines, absolute: string, stats: BigIntStats, verified: CheckedFiles, comparing: ContentComparison): true | string | undefined {
+  const { kind, path, signature } = lines;
   switch (kind) {
     case "d":
     case "f":
       if (signatureOf(stats) !== signature) return undefined;
-      if (kind === "f") verified.set(absolute, fileStatsOf(stats));
+      if (kind === "f") verified.add(lines, absolute, stats);
       return true;
     case "D": {
       // Stat'ed before it is listed, as a build lists a folder: a change in between shows in its signature next time.
@@ -361,7 +465,7 @@ function verifiedLine(kind: string, path: string, absolute: string, stats: BigIn
     case "h": {
       const hashed = stats.isFile() ? contentsOf(absolute, stats, comparing, hashedOrUndefined) : undefined;
       if (!hashed || contentSignature(hashed) !== signature) return undefined;
-      verified.set(absolute, fileStatsOf(hashed.stats));
+      verified.keep(absolute, hashed.stats);
       return isSettledBefore(hashed.stats, comparing.trustedBefore) ? `f\t${path}\t${signatureOf(hashed.stats)}` : true;
     }
     default:
