@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
 import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readAhead, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
+import { MAX_GITIGNORE_BYTES, MAX_GITIGNORE_PATTERNS } from "../src/compile/gitignore.js";
 import { MAX_SKILL_FILE_BYTES } from "../src/compile/parse.js";
 import { fileStatsOf } from "../src/compile/resources.js";
 import { linkLoops, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -515,6 +516,50 @@ describe("ignore rules at each kind of entry", () => {
     const listing = discoverRoot(join(base, "skills"), (path) => path);
     const files = [join(base, "skills/.gitignore"), join(base, "skills/pdf/.gitignore")];
     expect([...listing.ignoreFiles]).toEqual(files.map((file) => [file, fileStatsOf(lstatSync(file, { bigint: true }))]));
+  });
+});
+
+describe("a .gitignore's limits", () => {
+  /** `count` patterns that match no name here (wildcards: each is tried against every path), and `last`. */
+  const patterns = (count: number, last: string) => `# many\n\n${Array.from({ length: count - 1 }, (_, i) => `*zz${i}*`).join("\n")}\n${last}\n`;
+
+  it(`${MAX_GITIGNORE_PATTERNS.toLocaleString("en-US")} patterns in all (a root's and a skill's, comments and blank lines aside) are honoured`, async () => {
+    const { found, skills } = await walked({ "skills/.gitignore": patterns(600, "*.log"), "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/.gitignore": patterns(400, "*.tmp"), "skills/pdf/a.log": "", "skills/pdf/b.tmp": "", "skills/pdf/c.md": "" });
+    expect(found).toEqual([]);
+    expect(skills).toEqual([
+      ["good", ["SKILL.md"]],
+      ["pdf", ["SKILL.md", "c.md"]],
+    ]);
+  });
+
+  it("one more is gitignore-too-large: everything in that folder is left out, the rest walked", async () => {
+    const { listing, skills } = await walked({ "skills/.gitignore": patterns(600, "*.log"), "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/.gitignore": patterns(401, "*.tmp"), "skills/pdf/c.md": "" });
+    expect(listing.findings).toEqual([
+      {
+        code: "gitignore-too-large",
+        file: "skills/pdf/.gitignore",
+        message: "skills/pdf/.gitignore and the .gitignore files above it hold 1,001 patterns, more than the 1,000 a build tries each path against; everything in skills/pdf is left out",
+        hint: "Keep a .gitignore inside a skills root to the patterns its folder needs, or narrow discovery with the source's `exclude` globs.",
+      },
+    ]);
+    expect(skills).toEqual([["good", ["SKILL.md"]]]);
+    // Recorded as read: a rebuild walks again once it changes.
+    expect(listing.ignoreFiles.size).toBe(2);
+  });
+
+  it("in a folder of a skill, that folder's files are left out of the skill, which is kept", async () => {
+    const { found, skills } = await walked({ "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/c.md": "", "skills/pdf/scripts/.gitignore": patterns(1001, "*.tmp"), "skills/pdf/scripts/run.sh": "" });
+    expect(found).toEqual([["gitignore-too-large", "skills/pdf/scripts/.gitignore"]]);
+    expect(skills).toEqual([
+      ["good", ["SKILL.md"]],
+      ["pdf", ["SKILL.md", "c.md"]],
+    ]);
+  });
+
+  it(`a .gitignore over ${MAX_GITIGNORE_BYTES / 1024 / 1024} MiB is not read: everything in its folder is left out`, async () => {
+    const { listing, skills } = await walked({ "skills/.gitignore": `${"#".repeat(MAX_GITIGNORE_BYTES)}\n` });
+    expect(listing.findings).toEqual([expect.objectContaining({ code: "gitignore-too-large", file: "skills/.gitignore", message: "skills/.gitignore is over 1 MiB; everything in skills is left out" })]);
+    expect(skills).toEqual([]);
   });
 });
 

@@ -138,6 +138,7 @@ function expectVerdictsOfGit(generated: Tree): void {
     const outer = dir === "" ? undefined : rulesFor(parentOf(dir));
     const text = generated.gitignores.get(dir);
     const rules = text === undefined ? outer : withGitignore(outer, dir, Buffer.from(text));
+    if (rules && "patterns" in rules) throw new Error(`${rules.patterns} patterns: more than a tree here holds`);
     rulesOf.set(dir, rules);
     return rules;
   };

@@ -7,6 +7,7 @@ import { check } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
 import { MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
+import { MAX_GITIGNORE_PATTERNS } from "../src/compile/gitignore.js";
 import { CLI, linkLoops, skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];
@@ -95,6 +96,29 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     expect(result.diagnostics).toEqual([]);
     // Reached first (in path order) through d0/a/a/…/leaf: the path dedupe keeps.
     expect(skills).toEqual(["skills/good/SKILL.md", "skills/d0/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/leaf/SKILL.md"]);
+  });
+
+  it(`a .gitignore past ${MAX_GITIGNORE_PATTERNS.toLocaleString("en-US")} patterns (each path is tried against each): gitignore-too-large, an error, in bounded time; at the limit, honoured`, async () => {
+    const wildcards = (count: number) => `${Array.from({ length: count }, (_, i) => `*zz${i}*`).join("\n")}\n`;
+    const tree: Tree = {};
+    for (let skill = 0; skill < 500; skill++) {
+      tree[`skills/s${skill}/SKILL.md`] = skillMd(`s${skill}`);
+      tree[`skills/s${skill}/references/notes.md`] = "notes";
+    }
+    // 20,000 wildcards took 32 s over these 1,500 paths when every pattern was honoured.
+    const hostile = await project({ ...tree, "skills/.gitignore": wildcards(20_000) });
+    let started = performance.now();
+    const { result } = await checkAll(hostile);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.diagnostics).toEqual([expect.objectContaining({ code: "agent-empty" }), expect.objectContaining({ code: "gitignore-too-large", severity: "error", file: "skills/.gitignore" })]);
+    expect(result.agents[0]!.skills).toEqual([]);
+    const atLimit = await project({ ...tree, "skills/.gitignore": `${wildcards(MAX_GITIGNORE_PATTERNS - 1)}notes.md\n` });
+    started = performance.now();
+    const { result: honoured, skills } = await checkAll(atLimit);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(honoured.diagnostics).toEqual([]);
+    expect(skills).toHaveLength(501);
+    expect(honoured.agents[0]!.skills.every((skill) => skill.files.every((file) => file.path === "SKILL.md"))).toBe(true);
   });
 
   it(`the same lattice inside a skill folder stops at ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} entries: skill-folder-too-large, an error`, async () => {

@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Stats } from "node:fs";
 import { isAscii } from "node:buffer";
 import { isAbsolute, join, relative, sep } from "node:path";
-import { isIgnored, withGitignore, type GitignoreRules } from "./gitignore.js";
+import { EVERYTHING_IGNORED, isIgnored, MAX_GITIGNORE_BYTES, MAX_GITIGNORE_PATTERNS, withGitignore, type GitignoreRules } from "./gitignore.js";
 import { withThousands, type Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
@@ -410,7 +410,11 @@ class RootWalk {
     return real === rootReal || real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep);
   }
 
-  /** `place.ignoreRules`, with the folder's own .gitignore (when its listing has one) as the deepest. */
+  /**
+   * `place.ignoreRules`, with the folder's own .gitignore (when its listing has one) as the deepest. Where that
+   * cannot be honoured (too large, or too many patterns with those above it), everything in the folder is left out,
+   * with a finding.
+   */
   private withIgnoreFile(place: Place, entries: readonly FolderEntry[]): GitignoreRules {
     if (!entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) return place.ignoreRules;
     let rules: Uint8Array = new Uint8Array();
@@ -418,14 +422,31 @@ class RootWalk {
     let fd: number | undefined;
     try {
       fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-      this.ignoreFiles.set(file, fileStatsOf(fstatSync(fd, { bigint: true })));
+      const stats = fstatSync(fd, { bigint: true });
+      this.ignoreFiles.set(file, fileStatsOf(stats));
+      if (stats.size > MAX_GITIGNORE_BYTES) return this.leaveOut(place, file, OVER_GITIGNORE_BYTES);
       rules = readFileSync(fd);
     } catch {
       // an unreadable .gitignore ignores nothing
     } finally {
       if (fd !== undefined) closeSync(fd);
     }
-    return withGitignore(place.ignoreRules, place.rel, rules);
+    if (rules.byteLength > MAX_GITIGNORE_BYTES) return this.leaveOut(place, file, OVER_GITIGNORE_BYTES);
+    const matcher = withGitignore(place.ignoreRules, place.rel, rules);
+    if (!("patterns" in matcher)) return matcher;
+    const holds = place.ignoreRules ? "and the .gitignore files above it hold" : "holds";
+    return this.leaveOut(place, file, `${holds} ${withThousands(matcher.patterns)} patterns, more than the ${withThousands(MAX_GITIGNORE_PATTERNS)} a build tries each path against`);
+  }
+
+  /** Reports the .gitignore at `file` that cannot be honoured (`why`), and gives the rules that leave out everything in its folder. */
+  private leaveOut(place: Place, file: string, why: string): GitignoreRules {
+    this.findings.push({
+      code: "gitignore-too-large",
+      file: this.display(file),
+      message: `${this.display(file)} ${why}; everything in ${this.display(place.dir)} is left out`,
+      hint: "Keep a .gitignore inside a skills root to the patterns its folder needs, or narrow discovery with the source's `exclude` globs.",
+    });
+    return EVERYTHING_IGNORED;
   }
 
   /** The identity of a regular file the walk listed (`path`, at `realPath`); a finding when it is unreadable or no longer a file. */
@@ -671,6 +692,8 @@ export function* readAhead<T extends { file: string; stats: FileIdentity }, Know
   }
   yield* handOn();
 }
+
+const OVER_GITIGNORE_BYTES = `is over ${MAX_GITIGNORE_BYTES / 1024 / 1024} MiB`;
 
 /** A file that is not the one discovery verified inside the root: it was swapped (for a link out of the root, say) meanwhile. */
 export function pathChanged(file: string, what: string, consequence: string): Finding {

@@ -12,16 +12,44 @@ import ignore, { type Ignore } from "ignore";
  */
 export type GitignoreRules = Ignore | undefined;
 
-/** `outer` with the rules of the .gitignore in `relDir` (relative to the root, `/`-separated, "" for the root) added. */
-export function withGitignore(outer: GitignoreRules, relDir: string, file: Uint8Array): Ignore {
-  const rules = ignore({ ignorecase: false });
-  if (outer) rules.add(outer);
+/**
+ * The most patterns the .gitignore files that apply in a folder may hold together. A path is tried against each
+ * pattern, one after another (as git does), so a walk costs its paths times its patterns: a pull request's
+ * .gitignore of 20,000 wildcards over 500 skills (1,500 paths) took 32 s. The public catalogues' largest holds 74 lines.
+ */
+export const MAX_GITIGNORE_PATTERNS = 1_000;
+/** The largest .gitignore read (SKILL.md's limit): past it, not read at all. */
+export const MAX_GITIGNORE_BYTES = 1024 * 1024;
+
+/** Rules that leave out every path: those of a folder whose .gitignore files could not be honoured. */
+export const EVERYTHING_IGNORED: Ignore = ignore().add("*");
+
+/**
+ * `outer` with the rules of the .gitignore in `relDir` (relative to the root, `/`-separated, "" for the root) added;
+ * or, where they come to more than `MAX_GITIGNORE_PATTERNS`, how many they come to.
+ */
+export function withGitignore(outer: GitignoreRules, relDir: string, file: Uint8Array): Ignore | { patterns: number } {
   let text = Buffer.from(file.buffer, file.byteOffset, file.byteLength).toString("latin1");
   if (text.startsWith(BOM)) text = text.slice(BOM.length);
-  const matcher = rules.add(relDir ? rebase(text, bytesOf(relDir)) : text);
+  const added = relDir ? rebase(text, bytesOf(relDir)) : text;
+  const patterns = (outer ? (patternsOf.get(outer) ?? 0) : 0) + patternCount(added);
+  if (patterns > MAX_GITIGNORE_PATTERNS) return { patterns };
+  const rules = ignore({ ignorecase: false });
+  if (outer) rules.add(outer);
+  const matcher = rules.add(added);
+  patternsOf.set(matcher, patterns);
   const names = outer === undefined && relDir === "" ? plainNames(text) : undefined;
   if (names) namesOf.set(matcher, names);
   return matcher;
+}
+
+const patternsOf = new WeakMap<Ignore, number>();
+
+/** The lines of a .gitignore's text that are patterns: neither blank (trailing spaces aside) nor comments. */
+function patternCount(text: string): number {
+  let count = 0;
+  for (const line of text.split("\n")) if (!line.startsWith("#") && trimPattern(line) !== "") count++;
+  return count;
 }
 
 /** Whether git would leave out `rel` (relative to the root, `/`-separated), a folder when `isDir`. */
