@@ -556,6 +556,30 @@ describe("a .gitignore's limits", () => {
     ]);
   });
 
+  it("a pattern with `**` as a name twice before its last name is gitignore-too-large, at its line; one such `**` is honoured", async () => {
+    const tree = { "skills/pdf/SKILL.md": skillMd("pdf"), "skills/pdf/a/x/b": "", "skills/pdf/c/d/e.log": "", "skills/pdf/keep.md": "" };
+    const honoured = await walked({ ...tree, "skills/.gitignore": "# one each\npdf/**/b\n**/d/**\ndata/**/*\n!plugins/**/uv.lock\n**/nothing/**\n" });
+    expect(honoured.found).toEqual([]);
+    expect(honoured.skills).toEqual([
+      ["good", ["SKILL.md"]],
+      ["pdf", ["SKILL.md", "keep.md"]],
+    ]);
+    for (const pattern of ["**/a/**/b", "a/**/b/**/c", "!x/**/**/y", "/**/d/**/ "]) {
+      const { listing, skills } = await walked({ ...tree, "skills/.gitignore": `# costly\n*.log\n${pattern}\n` });
+      expect(listing.findings).toEqual([
+        {
+          code: "gitignore-too-large",
+          file: "skills/.gitignore",
+          line: 3,
+          column: 1,
+          message: "skills/.gitignore holds a pattern with `**` as a name twice before its last name (as `**/a/**/b` does), which takes time growing with a path's depth squared or more to try; everything in skills is left out",
+          hint: "Write the pattern with one `**` before its last name (`**/b`, `a/**/b`), or narrow discovery with the source's `exclude` globs.",
+        },
+      ]);
+      expect(skills).toEqual([]);
+    }
+  });
+
   it(`a .gitignore over ${MAX_GITIGNORE_BYTES / 1024 / 1024} MiB is not read: everything in its folder is left out`, async () => {
     const { listing, skills } = await walked({ "skills/.gitignore": `${"#".repeat(MAX_GITIGNORE_BYTES)}\n` });
     expect(listing.findings).toEqual([expect.objectContaining({ code: "gitignore-too-large", file: "skills/.gitignore", message: "skills/.gitignore is over 1 MiB; everything in skills is left out" })]);

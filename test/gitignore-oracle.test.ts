@@ -4,7 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { discoverRoot } from "../src/compile/discover.js";
-import { isIgnored, withGitignore, type GitignoreRules } from "../src/compile/gitignore.js";
+import { costlyPatternLine, isIgnored, withGitignore, type GitignoreRules } from "../src/compile/gitignore.js";
 import { tempDir } from "./helpers.js";
 
 /*
@@ -41,7 +41,9 @@ const patternLine = fc.oneof(
 );
 const gitignoreText = fc
   .record({ bom: fc.nat(3).map((n) => n === 0), lines: fc.array(fc.tuple(patternLine, fc.constantFrom("\n", "\n", "\r\n")), { minLength: 1, maxLength: 5 }) })
-  .map(({ bom, lines }) => (bom ? "\uFEFF" : "") + lines.map(([line, end]) => line + end).join(""));
+  .map(({ bom, lines }) => (bom ? "\uFEFF" : "") + lines.map(([line, end]) => line + end).join(""))
+  // A line of more than one `**` before its last name is not honoured (test/discover-hostile.test.ts): git's verdicts hold for the rest.
+  .filter((text) => costlyPatternLine(text.replace(/^\uFEFF/, "")) === undefined);
 
 interface Tree {
   /** Files relative to the root, `/`-separated; no file is also a folder. */
@@ -138,7 +140,7 @@ function expectVerdictsOfGit(generated: Tree): void {
     const outer = dir === "" ? undefined : rulesFor(parentOf(dir));
     const text = generated.gitignores.get(dir);
     const rules = text === undefined ? outer : withGitignore(outer, dir, Buffer.from(text));
-    if (rules && "patterns" in rules) throw new Error(`${rules.patterns} patterns: more than a tree here holds`);
+    if (rules && ("patterns" in rules || "costlyLine" in rules)) throw new Error(`not honoured: ${JSON.stringify(rules)}`);
     rulesOf.set(dir, rules);
     return rules;
   };

@@ -121,6 +121,22 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     expect(honoured.agents[0]!.skills.every((skill) => skill.files.every((file) => file.path === "SKILL.md"))).toBe(true);
   });
 
+  it("a .gitignore line with `**` as a name twice before its last name, over a chain of 100 folders: gitignore-too-large in bounded time; one `**` over 1,000 is honoured", async () => {
+    const chain = (depth: number) => `skills/${Array.from({ length: depth }, () => "a").join("/")}/SKILL.md`;
+    // Six took 69 s: the matcher tries each `**` at every depth of each path.
+    const costly = await project({ "skills/.gitignore": `${"a/**/".repeat(6)}b\n`, [chain(100)]: skillMd("deep") });
+    let started = performance.now();
+    const { result } = await checkAll(costly);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.diagnostics).toEqual([expect.objectContaining({ code: "agent-empty" }), expect.objectContaining({ code: "gitignore-too-large", file: "skills/.gitignore", line: 1 })]);
+    const linear = await project({ "skills/.gitignore": "a/**/b\n**/c/**\n**/a/z\n", [chain(1_000)]: skillMd("deep") });
+    started = performance.now();
+    const { result: honoured, skills } = await checkAll(linear);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(honoured.diagnostics).toEqual([expect.objectContaining({ code: "name-mismatch" })]);
+    expect(skills).toEqual([chain(1_000), "skills/good/SKILL.md"]);
+  });
+
   it(`the same lattice inside a skill folder stops at ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} entries: skill-folder-too-large, an error`, async () => {
     const tree: Tree = { "skills/wide/SKILL.md": skillMd("wide"), "skills/wide/d24/end.txt": "end" };
     for (let level = 0; level < 24; level++) {

@@ -433,18 +433,26 @@ class RootWalk {
     }
     if (rules.byteLength > MAX_GITIGNORE_BYTES) return this.leaveOut(place, file, OVER_GITIGNORE_BYTES);
     const matcher = withGitignore(place.ignoreRules, place.rel, rules);
+    if ("costlyLine" in matcher) {
+      const why = "holds a pattern with `**` as a name twice before its last name (as `**/a/**/b` does), which takes time growing with a path's depth squared or more to try";
+      return this.leaveOut(place, file, why, matcher.costlyLine, "Write the pattern with one `**` before its last name (`**/b`, `a/**/b`), or narrow discovery with the source's `exclude` globs.");
+    }
     if (!("patterns" in matcher)) return matcher;
     const holds = place.ignoreRules ? "and the .gitignore files above it hold" : "holds";
     return this.leaveOut(place, file, `${holds} ${withThousands(matcher.patterns)} patterns, more than the ${withThousands(MAX_GITIGNORE_PATTERNS)} a build tries each path against`);
   }
 
-  /** Reports the .gitignore at `file` that cannot be honoured (`why`), and gives the rules that leave out everything in its folder. */
-  private leaveOut(place: Place, file: string, why: string): GitignoreRules {
+  /**
+   * Reports the .gitignore at `file` that cannot be honoured (`why`; at `line` where one is at fault), and gives the
+   * rules that leave out everything in its folder.
+   */
+  private leaveOut(place: Place, file: string, why: string, line?: number, hint = "Keep a .gitignore inside a skills root to the patterns its folder needs, or narrow discovery with the source's `exclude` globs."): GitignoreRules {
     this.findings.push({
       code: "gitignore-too-large",
       file: this.display(file),
+      ...(line === undefined ? {} : { line, column: 1 }),
       message: `${this.display(file)} ${why}; everything in ${this.display(place.dir)} is left out`,
-      hint: "Keep a .gitignore inside a skills root to the patterns its folder needs, or narrow discovery with the source's `exclude` globs.",
+      hint,
     });
     return EVERYTHING_IGNORED;
   }
