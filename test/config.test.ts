@@ -88,6 +88,17 @@ describe("loadConfig", () => {
     }
   });
 
+  it("names at most 20 problems, and how many more there are: a config's keys are any a pull request writes", async () => {
+    const dir = await tempDir();
+    const unknown = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`setting${i}`, true]));
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ ...unknown, agents: { a: { skills: [{ root: "a" }] } } }) });
+    const error = (await loadConfig(undefined, dir).catch((caught: unknown) => caught)) as ConfigError;
+    const lines = error.detail.split("\n");
+    expect(lines).toHaveLength(21);
+    expect(lines[0]).toMatch(/^setting0: unknown setting/);
+    expect(lines[20]).toBe("… and 80 more");
+  });
+
   it.each([
     [{ agents: { coding: { skills: [{ root: "a" }, { root: 1 }] } } }, "agents.coding.skills[1].root: expected string, received number"],
     [{ agents: {} }, "agents: define at least one agent"],

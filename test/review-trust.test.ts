@@ -93,6 +93,15 @@ describe("a committed manifest is parsed, not trusted", () => {
     }
   });
 
+  it("an agent id of megabytes is named in a line of hundreds of characters: its start and end", async () => {
+    const badId = manifest({ coding: [{ name: "a" }] }, (raw) => (raw.agents = { [`x${"y".repeat(3_000_000)}z`]: raw.agents.coding }));
+    const dir = await bundles(manifest({ coding: [{ name: "a" }] }), badId);
+    const run = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect(run).toMatchObject({ code: 2, stdout: "" });
+    expect(run.stderr.length).toBeLessThan(1_000);
+    expect(run.stderr).toMatch(/^skills diff: after\/manifest\.json: agents\.xyy+… \(\d+ characters left out\) …y+z: not an agent id/);
+  });
+
   it("a TS config's `constructor` agent, on a first run against no base bundle", async () => {
     const dir = await tempDir();
     await writeTree(dir, {

@@ -99,6 +99,17 @@ describe("suppressions, as ESLint's bulk suppressions", () => {
     expect(() => readSuppressions(path)).toThrow(/"a\/SKILL.md"\."name-mismatch": not \{ "count": <a positive whole number> \}/);
     await writeFile(path, "[]");
     expect(() => readSuppressions(path)).toThrow(/\(file\): not an object/);
+    // A key of megabytes is named in a line of hundreds of characters, its start and end.
+    await writeFile(path, JSON.stringify({ [`a/${"x".repeat(5_000_000)}/SKILL.md`]: 5 }));
+    const error = (() => {
+      try {
+        readSuppressions(path);
+      } catch (caught) {
+        return caught as ConfigError;
+      }
+    })();
+    expect(error!.message.length).toBeLessThan(path.length + 700);
+    expect(error!.detail).toMatch(/^"a\/x+… \(\d[\d,]* characters left out\) …x+\/SKILL\.md": not an object of codes; expected/);
   });
 });
 

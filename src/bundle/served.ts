@@ -1,5 +1,6 @@
 import { closeSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { clipLines } from "../compile/diagnostics.js";
 import { escapeInvisible } from "../compile/terminal.js";
 import { sha256Hex } from "../compile/resources.js";
 import { openBundleFile } from "./emit.js";
@@ -11,6 +12,11 @@ import { manifestSchema } from "./manifest.js";
  */
 export class BundleError extends Error {
   override name = "BundleError";
+
+  /** Clipped (`clipLines`): it may name a field of a manifest a pull request committed. */
+  constructor(message: string) {
+    super(clipLines(message));
+  }
 }
 
 /**

@@ -12,6 +12,7 @@ import { PRESETS, RULE_CODES } from "./rules.js";
 import { dataJson, readTranspiledConfig, readValidatedConfig, writeTranspiledConfig, writeValidatedConfig, type TranspiledConfig } from "./config-cache.js";
 import { once } from "./once.js";
 import { didYouMean } from "./suggest.js";
+import { clipLines } from "./diagnostics.js";
 import { systemErrorReason } from "./fs-error.js";
 import { DEFAULT_TOKEN_ENCODING, TOKEN_ENCODINGS } from "./tokens.js";
 import type { FormatFunction } from "./render.js";
@@ -241,11 +242,16 @@ const CHARACTERS_PER_TOKEN = 4;
 /** A config that cannot be found, loaded or validated: the CLI exits 2 with this message. */
 export class ConfigError extends Error {
   override name = "ConfigError";
+  /** What is wrong, a line a problem, clipped (`clipLines`): it may quote the keys of a JSON config or a suppressions file. */
+  readonly detail: string;
+
   constructor(
     readonly file: string,
-    readonly detail: string,
+    detail: string,
   ) {
-    super(`${file}: ${detail}`);
+    const clipped = clipLines(detail);
+    super(`${file}: ${clipped}`);
+    this.detail = clipped;
   }
 }
 

@@ -56,6 +56,21 @@ function clipText(text: string): string {
   return `${text.slice(0, head)}… (${tail - head} characters left out) …${text.slice(tail)}`;
 }
 
+/** The lines a failure's message keeps (each a problem); the rest are counted. */
+const MAX_MESSAGE_LINES = 20;
+
+/**
+ * A failure's message (a config, suppressions file or manifest that cannot be read), clipped line by line as a
+ * diagnostic's message is, with at most `MAX_MESSAGE_LINES` lines: it may quote the keys of a file a pull request
+ * wrote, of any size and number.
+ */
+export function clipLines(text: string): string {
+  const lines = text.split("\n");
+  const shown = lines.slice(0, MAX_MESSAGE_LINES).map(clipText);
+  if (lines.length > MAX_MESSAGE_LINES) shown.push(`… and ${lines.length - MAX_MESSAGE_LINES} more`);
+  return shown.join("\n");
+}
+
 /** The order diagnostics are reported in: by file, position, code and message. */
 export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
   return (

@@ -7,6 +7,7 @@
  */
 import { GENERATOR, manifestSchema, SCHEMA_VERSION } from "../bundle/manifest.js";
 import { AGENT_ID_MAX_LENGTH, AGENT_ID_PATTERN } from "../compile/config.js";
+import { clipLines } from "../compile/diagnostics.js";
 import { RULES, type RuleCode } from "../compile/rules.js";
 import type { Mode } from "../compile/model.js";
 
@@ -50,9 +51,13 @@ export interface ReviewManifest {
   failed: Map<string, { code: string; message: string }>;
 }
 
-/** A bundle review cannot read: the message names the file (and the field) and is one line. */
+/** A bundle review cannot read: the message names the file (and the field) and is one line, clipped (`clipLines`): it may quote a key of the manifest. */
 export class ManifestError extends Error {
   override name = "ManifestError";
+
+  constructor(message: string) {
+    super(clipLines(message));
+  }
 }
 
 /** A bundle that does not exist: every agent of the other side is new. */
