@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { bodyLinks } from "../src/compile/body-links.js";
+import { bodyLinks, brokenLinks } from "../src/compile/body-links.js";
 import { bodyLengthFinding } from "../src/compile/content-rules.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -74,6 +74,22 @@ describe("link-broken", () => {
     });
     const diagnostics = (await check({ cwd: dir })).diagnostics.filter((diagnostic) => diagnostic.code === "link-broken");
     expect(diagnostics).toEqual([expect.objectContaining({ line: 6, column: 47, message: 'the link "../other/SKILL.md" leads out of the skill folder: a copy of the skill elsewhere will not have it' })]);
+  });
+});
+
+describe("brokenLinks", () => {
+  it("a link to any folder holding a file is not broken, to any other path it is: against each file's folders named one by one", () => {
+    const name = fc.constantFrom("a", "b", "ab");
+    const path = fc.array(name, { minLength: 1, maxLength: 5 }).map((names) => names.join("/"));
+    fc.assert(
+      fc.property(fc.array(path, { maxLength: 12 }), fc.array(path, { maxLength: 12 }), (files, targets) => {
+        const folders = new Set(files.flatMap((file) => file.split("/").slice(0, -1).map((_, index, names) => names.slice(0, index + 1).join("/"))));
+        const links = targets.map((target, index) => ({ path: target, target, line: index + 1, column: 1 }));
+        const broken = brokenLinks("s/SKILL.md", links, files).map((finding) => finding.line! - 1);
+        expect(broken).toEqual(targets.flatMap((target, index) => (files.includes(target) || folders.has(target) ? [] : [index])));
+      }),
+      { numRuns: 500, seed: 7 },
+    );
   });
 });
 

@@ -137,6 +137,18 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     expect(skills).toEqual([chain(1_000), "skills/good/SKILL.md"]);
   });
 
+  it("a skill of 3,000 files 800 folders deep whose body links to a file it lacks: link-broken in bounded time", async () => {
+    const dir = await project({ "skills/deep/SKILL.md": skillMd("deep", "Deep.", "See [x](missing.md) and [the tree](a/a/a/).") });
+    const bottom = join(dir, "skills/deep", ...Array.from({ length: 800 }, () => "a"));
+    await mkdir(bottom, { recursive: true });
+    await Promise.all(Array.from({ length: 3_000 }, (_, file) => writeFile(join(bottom, `f${file}`), "")));
+    // Each file's folders named one by one took 13 s.
+    const started = performance.now();
+    const { result } = await checkAll(dir);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.diagnostics).toEqual([expect.objectContaining({ code: "link-broken", file: "skills/deep/SKILL.md", message: 'the link "missing.md" names no file in the skill folder' })]);
+  });
+
   it(`the same lattice inside a skill folder stops at ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} entries: skill-folder-too-large, an error`, async () => {
     const tree: Tree = { "skills/wide/SKILL.md": skillMd("wide"), "skills/wide/d24/end.txt": "end" };
     for (let level = 0; level < 24; level++) {

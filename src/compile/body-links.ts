@@ -120,7 +120,7 @@ function linkPath(written: string): string | undefined {
 export function brokenLinks(displayFile: string, links: readonly BodyLink[], files: readonly string[]): Finding[] {
   if (links.length === 0) return [];
   const present = new Set(files);
-  const folders = new Set(files.flatMap((file) => file.split("/").slice(0, -1).map((_, index, parts) => parts.slice(0, index + 1).join("/"))));
+  const folders = foldersOf(files);
   return links
     .filter((link) => !present.has(link.path) && !folders.has(link.path.replace(/\/$/, "")))
     .map((link) => {
@@ -136,4 +136,21 @@ export function brokenLinks(displayFile: string, links: readonly BodyLink[], fil
           : "Add the file, or correct the path: links are relative to the skill folder, where SKILL.md is.",
       };
     });
+}
+
+/**
+ * The folders holding `files`, each once: a file's are walked up only to the first already found. Files deep in a
+ * folder tree share their folders, and naming every folder of every file took time of its depth squared a file (a
+ * skill of 3,000 files 800 folders deep: 13 s).
+ */
+function foldersOf(files: readonly string[]): Set<string> {
+  const folders = new Set<string>();
+  for (const file of files) {
+    for (let slash = file.lastIndexOf("/"); slash > 0; slash = file.lastIndexOf("/", slash - 1)) {
+      const folder = file.slice(0, slash);
+      if (folders.has(folder)) break;
+      folders.add(folder);
+    }
+  }
+  return folders;
 }
