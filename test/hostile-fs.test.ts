@@ -7,7 +7,7 @@ import { check } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
 import { MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
-import { MAX_GITIGNORE_PATTERNS } from "../src/compile/gitignore.js";
+import { MAX_GITIGNORE_PATTERNS, MAX_GITIGNORE_TESTS } from "../src/compile/gitignore.js";
 import { CLI, linkLoops, skillMd, tempDir, writeTree } from "./helpers.js";
 
 type Tree = Parameters<typeof writeTree>[1];
@@ -147,6 +147,27 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     const { result } = await checkAll(dir);
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(result.diagnostics).toEqual([expect.objectContaining({ code: "link-broken", file: "skills/deep/SKILL.md", message: 'the link "missing.md" names no file in the skill folder' })]);
+  });
+
+  it(`.gitignore files that would try the folders above them against their patterns over ${MAX_GITIGNORE_TESTS.toLocaleString("en-US")} times: the rest are gitignore-too-large`, async () => {
+    // 999 patterns 400 folders down, then 300 folders beside each other there, each with a .gitignore of its own (and
+    // a folder to try against it): each of those tries the folders above it against 1,000 patterns. Took 16 s.
+    const chain = Array.from({ length: 400 }, () => "a").join("/");
+    const tree: Tree = { [`skills/${chain}/.gitignore`]: `${Array.from({ length: 999 }, (_, i) => `*zz${i}*`).join("\n")}\n` };
+    for (let folder = 0; folder < 300; folder++) {
+      const name = `s${String(folder).padStart(3, "0")}`;
+      tree[`skills/${chain}/${name}/.gitignore`] = "drafts/\n";
+      tree[`skills/${chain}/${name}/d/notes.md`] = "notes";
+    }
+    const dir = await project(tree);
+    const started = performance.now();
+    const { result } = await checkAll(dir);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const refused = result.diagnostics.filter((diagnostic) => diagnostic.code === "gitignore-too-large");
+    // The folders from the root down: 401 × 999 for the first, then 402 × 1,000 each: 23 fit under the limit.
+    expect(refused).toHaveLength(300 - 23);
+    expect(refused[0]).toMatchObject({ file: `skills/${chain}/s023/.gitignore`, severity: "error" });
+    expect(refused[0]!.message).toMatch(/s023 is left out$/);
   });
 
   it(`the same lattice inside a skill folder stops at ${MAX_SKILL_FOLDER_ENTRIES.toLocaleString("en-US")} entries: skill-folder-too-large, an error`, async () => {

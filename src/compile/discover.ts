@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync, type BigIntStats, type Stats } from "node:fs";
 import { isAscii } from "node:buffer";
 import { isAbsolute, join, relative, sep } from "node:path";
-import { EVERYTHING_IGNORED, isIgnored, MAX_GITIGNORE_BYTES, MAX_GITIGNORE_PATTERNS, withGitignore, type GitignoreRules } from "./gitignore.js";
+import { EVERYTHING_IGNORED, isIgnored, MAX_GITIGNORE_BYTES, MAX_GITIGNORE_PATTERNS, MAX_GITIGNORE_TESTS, patternsIn, withGitignore, type GitignoreRules } from "./gitignore.js";
 import { withThousands, type Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
@@ -228,6 +228,8 @@ class RootWalk {
   private readonly listed = new Set<string>();
   /** Dot folders met so far, walked once everything else has been. */
   private readonly dotFolders: Place[] = [];
+  /** What the .gitignore files honoured so far cost (see `MAX_GITIGNORE_TESTS`). */
+  private gitignoreTests = 0;
   private readonly list: ListFolder;
 
   constructor(
@@ -437,7 +439,12 @@ class RootWalk {
       const why = "holds a pattern with `**` as a name twice before its last name (as `**/a/**/b` does), which takes time growing with a path's depth squared or more to try";
       return this.leaveOut(place, file, why, matcher.costlyLine, "Write the pattern with one `**` before its last name (`**/b`, `a/**/b`), or narrow discovery with the source's `exclude` globs.");
     }
-    if (!("patterns" in matcher)) return matcher;
+    if (!("patterns" in matcher)) {
+      // Each folder from the root down to this one, tried against each pattern in scope.
+      this.gitignoreTests += (place.rel === "" ? 1 : place.rel.split("/").length + 1) * patternsIn(matcher);
+      if (this.gitignoreTests <= MAX_GITIGNORE_TESTS) return matcher;
+      return this.leaveOut(place, file, `would have the walk try the folders above the .gitignore files of this root against their patterns more than ${withThousands(MAX_GITIGNORE_TESTS)} times (each tries every folder above it against every pattern that applies there)`);
+    }
     const holds = place.ignoreRules ? "and the .gitignore files above it hold" : "holds";
     return this.leaveOut(place, file, `${holds} ${withThousands(matcher.patterns)} patterns, more than the ${withThousands(MAX_GITIGNORE_PATTERNS)} a build tries each path against`);
   }
