@@ -414,8 +414,8 @@ class RootWalk {
 
   /**
    * `place.ignoreRules`, with the folder's own .gitignore (when its listing has one) as the deepest. Where that
-   * cannot be honoured (too large, or too many patterns with those above it), everything in the folder is left out,
-   * with a finding.
+   * cannot be honoured in reasonable time (see `gitignore-too-large`), everything in the folder is left out, with a
+   * finding.
    */
   private withIgnoreFile(place: Place, entries: readonly FolderEntry[]): GitignoreRules {
     if (!entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) return place.ignoreRules;

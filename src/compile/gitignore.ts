@@ -89,6 +89,8 @@ export function costlyPatternLine(text: string): number | undefined {
 /** Whether git would leave out `rel` (relative to the root, `/`-separated), a folder when `isDir`. */
 export function isIgnored(rules: GitignoreRules, rel: string, isDir: boolean): boolean {
   if (rules === undefined) return false;
+  // Told apart before the matcher is asked, which would keep every path it is asked about, in every walk.
+  if (rules === EVERYTHING_IGNORED) return true;
   const names = namesOf.get(rules);
   return names ? ignoredByName(names, rel, isDir) : rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
 }
