@@ -1,9 +1,9 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { check } from "../src/api.js";
+import { build, check } from "../src/api.js";
 import { bundleOf, bundleTexts } from "../src/bundle/bundle.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
 import { MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readSkillBytes } from "../src/compile/discover.js";
@@ -81,6 +81,72 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     expect(find(result.diagnostics, "skills/chain-skill/SKILL.md")?.message).toBe("skills/chain-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill");
     expect(find(result.diagnostics, "skills/self-skill/SKILL.md")?.message).toBe("skills/self-skill/SKILL.md is a symlink loop, not a file; the folder is not a skill");
     expect(result.diagnostics).toHaveLength(2);
+  });
+
+  it("a chain of 1,500 folders, each a skill inside the one above it: one skill, the rest nested-skill, in bounded time", async () => {
+    const dir = await project({});
+    let folder = join(dir, "skills");
+    for (let depth = 0; depth < 1_500; depth++) {
+      folder = join(folder, "a");
+      await mkdir(folder);
+      await writeFile(join(folder, "SKILL.md"), skillMd("a"));
+    }
+    // A real path asked of the system for each enclosed SKILL.md took 35 s: a lookup per folder above it, each one
+    // walked by the kernel from the root.
+    const started = performance.now();
+    const { result, skills } = await checkAll(dir);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(skills).toEqual(["skills/a/SKILL.md", "skills/good/SKILL.md"]);
+    expect(result.diagnostics.map((diagnostic) => diagnostic.code)).toEqual(Array.from({ length: 1_499 }, () => "nested-skill"));
+  });
+
+  it("1,000 folders deep with a link in each: built, and rebuilt at once (each folder compared by its entries), in bounded time", async () => {
+    const dir = await project({ "skills/deep/SKILL.md": skillMd("deep") });
+    let folder = join(dir, "skills/deep");
+    for (let depth = 0; depth < 1_000; depth++) {
+      folder = join(folder, "a");
+      await mkdir(folder);
+      await writeFile(join(folder, "f"), "");
+      await symlink("f", join(folder, "l"));
+    }
+    // Each link's real path asked of the system took 21 s to build and 31 s to rebuild.
+    for (const written of [true, false]) {
+      const started = performance.now();
+      const result = await build({ cwd: dir });
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(result).toMatchObject({ ok: true, written });
+      expect(result.agents[0]!.skills.find((skill) => skill.name === "deep")!.files).toHaveLength(2_001);
+    }
+  });
+
+  it("a skill with a file in each of 1,000 folders, one in the next, staged as hard links: in bounded time", async () => {
+    const dir = await project({ "skills/deep/SKILL.md": skillMd("deep") }, { stage: { method: "link" }, agents: { main: { skills: [{ root: "skills" }] } } });
+    let folder = join(dir, "skills/deep");
+    for (let depth = 0; depth < 1_000; depth++) {
+      folder = join(folder, "a");
+      await mkdir(folder);
+      await writeFile(join(folder, "f"), String(depth));
+    }
+    // Each file's real path asked of the system, before it is linked, took 14 s.
+    const started = performance.now();
+    expect(await build({ cwd: dir })).toMatchObject({ ok: true, written: true });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(readFileSync(join(dir, "dist/skills/skills/deep", ...Array.from({ length: 1_000 }, () => "a"), "f"), "utf8")).toBe("999");
+  });
+
+  it("an agent's context glob over 1,000 files, each a folder deeper than the last: read in bounded time", async () => {
+    const dir = await project({}, { agents: { main: { skills: [{ root: "skills" }], context: ["docs/**/*.md"] } } });
+    let folder = join(dir, "docs");
+    for (let depth = 0; depth < 1_000; depth++) {
+      folder = join(folder, "a");
+      await mkdir(folder, { recursive: true });
+      await writeFile(join(folder, "context.md"), `level ${depth}`);
+    }
+    // Each file's real path asked of the system took 11 s.
+    const started = performance.now();
+    const { result } = await checkAll(dir);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.agents[0]!.context.files).toHaveLength(1_000);
   });
 
   it("a lattice of links (two to the next folder, 24 levels: 16 million paths) is walked once per folder", async () => {

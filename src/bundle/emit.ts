@@ -8,6 +8,7 @@ import { bundleFileSignature, isObject, type BundleRecord, type FilePlaces } fro
 import { GENERATOR } from "./manifest.js";
 import { resolveRoot, type LoadedConfig } from "../compile/config.js";
 import { asFileSystemError } from "../compile/fs-error.js";
+import { RealPaths } from "../compile/real-paths.js";
 import { hashFile, hashOpenFile, isSameFile } from "../compile/resources.js";
 import { once } from "../compile/once.js";
 import { escapeInvisible } from "../compile/terminal.js";
@@ -572,15 +573,16 @@ function realPathOf(path: string): string {
  * verified inside the root (a hard link is that file); a source swapped since is not read.
  */
 function stageCopies(staging: string, copies: readonly StagedCopy[]): void {
-  const realRoots = new Map<string, string>();
+  // Each folder looked up once for all the files (a skill's files may lie a thousand folders deep); what proves a
+  // linked file the one discovery found is its identity, checked once it is linked.
+  const realPaths = new RealPaths();
   for (const copy of copies) {
     const target = join(staging, copy.path);
     mkdirSync(dirname(target), { recursive: true });
     const changed = () => new OutputError(`${copy.from} changed while the bundle was built; run \`skills build\` again`);
     if (copy.method === "link") {
-      const root = realRoots.get(copy.root) ?? realpathSync(copy.root);
-      realRoots.set(copy.root, root);
-      const real = realpathSync(copy.from);
+      const root = realPaths.of(copy.root);
+      const real = realPaths.of(copy.from);
       if (!real.startsWith(root + sep)) throw new OutputError(`${copy.from} now leads outside its root ${copy.root}; it is not staged. Run \`skills build\` again`);
       if (hardLinked(real, target)) {
         // link(2) does not follow a symbolic link: a file swapped for one since realpath would be linked as the link.

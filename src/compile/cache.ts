@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { lstatSync, readdirSync, realpathSync, statSync, type Dirent } from "node:fs";
+import { lstatSync, readdirSync, statSync, type Dirent } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { readCacheFile, writeCacheFile } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
@@ -10,6 +10,7 @@ import type { FolderEntry, TakenStats } from "./discover.js";
 import { fileStatsOf, type FileStats } from "./resources.js";
 import type { SkillContent, ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
+import { RealPaths } from "./real-paths.js";
 import { systemCallPath } from "./system-path.js";
 
 /** Bumped when the file's layout changes. */
@@ -320,6 +321,7 @@ export class BuildCache {
   unchangedInputs(configDir: string): string | undefined {
     if (!this.complete) return undefined;
     const lines: string[] = [];
+    const realPaths = new RealPaths();
     const folder = (kind: string, path: string, signature: string, entries: readonly string[]): boolean => {
       if (/[\t\n]/.test(path)) return false; // names a line cannot hold; rare enough to leave to the full build
       lines.push(`${kind}\t${path}\t${signature}`);
@@ -328,7 +330,7 @@ export class BuildCache {
           // Where a link leads can change while the link does not: where it leads now (its real path and what is there).
           const link = `${path}/${entry.slice(1)}`;
           if (/[\t\n]/.test(link)) return false;
-          lines.push(`l\t${link}\t${linkTarget(resolve(configDir, link))}`);
+          lines.push(`l\t${link}\t${linkTarget(resolve(configDir, link), realPaths)}`);
           continue;
         }
         if (entry !== "f.gitignore") continue;
@@ -570,9 +572,9 @@ function statSignature(path: string): string | undefined {
  * Where a link leads, as discovery goes by it: the kind (`d` folder, `f` file, `o` other) and real path of its
  * target, or `-` for a link that leads nowhere (broken, a loop).
  */
-export function linkTarget(path: string): string {
+export function linkTarget(path: string, realPaths: RealPaths): string {
   try {
-    const real = realpathSync.native(path);
+    const real = realPaths.of(path);
     const stats = lstatSync(real);
     return `${stats.isDirectory() ? "d" : stats.isFile() ? "f" : "o"}${real}`;
   } catch {

@@ -12,6 +12,7 @@ import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter, typ
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
+import { RealPaths } from "./real-paths.js";
 import { hashInWorker, hashOutcome, identityKey, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
 import { brokenLinks } from "./body-links.js";
 import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
@@ -907,8 +908,9 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
   const files: CompiledAgent["context"]["files"] = [];
   const texts: string[] = [];
   const configReal = realpathSync.native(configDir);
+  const realPaths = new RealPaths();
   for (const { path, file } of paths) {
-    const bytes = readContextFile(path, configDir, configReal);
+    const bytes = readContextFile(path, configDir, configReal, realPaths);
     if (bytes === "escapes") {
       findings.push({ code: "symlink-escape", file, message: `the context file ${file} is a link that resolves outside the config's folder; it is not followed` });
       continue;
@@ -940,10 +942,10 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
  * folder whose real path leaves it is not followed (`escapes`; a glob may name files elsewhere, `../shared/*.md`,
  * as the config is trusted), and the file read must be the one that check found.
  */
-function readContextFile(path: string, configDir: string, configReal: string): Uint8Array | "escapes" | "changed" | NodeJS.ErrnoException {
+function readContextFile(path: string, configDir: string, configReal: string, realPaths: RealPaths): Uint8Array | "escapes" | "changed" | NodeJS.ErrnoException {
   let fd: number | undefined;
   try {
-    const real = realpathSync.native(path);
+    const real = realPaths.of(path);
     if (path.startsWith(configDir + sep) && !real.startsWith(configReal + sep)) return "escapes";
     const found = statSync(real, { bigint: true });
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);

@@ -5,6 +5,7 @@ import { EVERYTHING_IGNORED, isIgnored, MAX_GITIGNORE_BYTES, MAX_GITIGNORE_PATTE
 import { withThousands, type Finding } from "./diagnostics.js";
 import { MAX_SKILL_FILE_BYTES } from "./parse.js";
 import { fileStatsOf, isSameFile, type FileIdentity, type FileStats } from "./resources.js";
+import { RealPaths } from "./real-paths.js";
 import { systemCallPath } from "./system-path.js";
 
 /**
@@ -231,6 +232,8 @@ class RootWalk {
   /** What the .gitignore files honoured so far cost (see `MAX_GITIGNORE_TESTS`). */
   private gitignoreTests = 0;
   private readonly list: ListFolder;
+  /** Where links lead: each folder of a deep tree looked up once, however many links lie below it. */
+  private readonly realPaths = new RealPaths();
 
   constructor(
     private readonly rootReal: string,
@@ -280,7 +283,7 @@ class RootWalk {
       } else if (entry.isDirectory()) {
         if (!isIgnored(ignoreRules, rel, true)) this.walk({ dir: path, rel, real: pathIn(place.real, entry.name), ancestors, ignoreRules, viaLink: place.viaLink, hidden: place.hidden });
       } else if (entry.isSymbolicLink()) {
-        const target = resolveLink(path);
+        const target = this.resolveLink(path);
         if (!target?.stats.isDirectory() || isIgnored(ignoreRules, rel, true)) continue; // broken links and links to files are not skills
         if (!this.isInsideRoot(target.real)) {
           this.findings.push(escapeFinding(this.display(path), target.real, this.display));
@@ -300,10 +303,10 @@ class RootWalk {
     let realFile: string | undefined;
     let identity: FileStats | undefined;
     if (skillEntry.isFile()) {
-      realFile = place.viaLink ? realpathOr(file) : pathIn(place.real, "SKILL.md");
+      realFile = pathIn(place.real, "SKILL.md");
       identity = this.identify(file, pathIn(place.real, "SKILL.md"), "the folder is not a skill");
     } else if (skillEntry.isSymbolicLink()) {
-      const target = resolveLink(file);
+      const target = this.resolveLink(file);
       if (target && !this.isInsideRoot(target.real)) {
         this.findings.push(escapeFinding(this.display(file), target.real, this.display));
         return true;
@@ -311,7 +314,7 @@ class RootWalk {
       if (target?.stats.isFile()) {
         realFile = target.real;
         identity = fileStatsOf(target.stats);
-      } else this.findings.push(notAFile(this.display(file), target ? describeKind(target.stats) : describeBrokenLink(file)));
+      } else this.findings.push(notAFile(this.display(file), target ? describeKind(target.stats) : this.describeBrokenLink(file)));
     } else {
       this.findings.push(notAFile(this.display(file), describeKind(skillEntry)));
     }
@@ -375,10 +378,12 @@ class RootWalk {
         this.folders.push(path);
         const inside: Place = { dir: path, rel, real, ancestors: [...place.ancestors, place.real], ignoreRules, viaLink, hidden: place.hidden };
         const innerRules = this.withIgnoreFile(inside, inner);
-        if (inner.some((child) => child.name === "SKILL.md") && !isIgnored(innerRules, `${rel}/SKILL.md`, false)) {
+        const skillEntry = inner.find((child) => child.name === "SKILL.md");
+        if (skillEntry && !isIgnored(innerRules, `${rel}/SKILL.md`, false)) {
           if (this.options.nested) return this.walk(inside, inner);
           const file = pathIn(path, "SKILL.md");
-          this.enclosed.push({ file, realFile: realpathOr(file), dir: rel, within: skillDir, hidden: place.hidden });
+          // `real` is the folder's real path: only a link needs resolving.
+          this.enclosed.push({ file, realFile: skillEntry.isSymbolicLink() ? this.realpathOr(file) : pathIn(real, "SKILL.md"), dir: rel, within: skillDir, hidden: place.hidden });
         }
         this.collectFiles(placeWith(inside, inside.ancestors, innerRules), fileRel, skillDir, inner, files, budget);
       };
@@ -390,7 +395,7 @@ class RootWalk {
       } else if (entry.isDirectory()) {
         if (!isIgnored(ignoreRules, rel, true)) descend(pathIn(place.real, entry.name), place.viaLink);
       } else if (entry.isSymbolicLink()) {
-        const target = resolveLink(path);
+        const target = this.resolveLink(path);
         if (!target) continue; // a broken link
         if (!(target.stats.isFile() || target.stats.isDirectory())) {
           if (!isIgnored(ignoreRules, rel, false)) this.findings.push(notInFiles(this.display(path), `is a link to something that ${describeKind(target.stats)}`));
@@ -404,6 +409,33 @@ class RootWalk {
         if (target.stats.isFile()) files.set(fileRel, fileStatsOf(target.stats));
         else descend(target.real, true);
       }
+    }
+  }
+
+  /** Where a link leads; its stats are the target's own (lstat of the real path), to be its identity. */
+  private resolveLink(path: string): { real: string; stats: BigIntStats } | undefined {
+    try {
+      const real = this.realPaths.of(path);
+      return { real, stats: lstatSync(real, { bigint: true }) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private realpathOr(path: string): string {
+    try {
+      return this.realPaths.of(path);
+    } catch {
+      return path;
+    }
+  }
+
+  private describeBrokenLink(path: string): string {
+    try {
+      this.realPaths.of(path);
+      return "is a link that cannot be followed";
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "ELOOP" ? "is a symlink loop" : "is a link to nothing";
     }
   }
 
@@ -514,24 +546,6 @@ export function isPlainRelative(rel: string): boolean {
   return !UNNORMALIZED.test(rel) && !isAbsolute(rel);
 }
 
-/** Where a link leads; its stats are the target's own (lstat of the real path), to be its identity. */
-function resolveLink(path: string): { real: string; stats: BigIntStats } | undefined {
-  try {
-    const real = realpathSync.native(path);
-    return { real, stats: lstatSync(real, { bigint: true }) };
-  } catch {
-    return undefined;
-  }
-}
-
-function realpathOr(path: string): string {
-  try {
-    return realpathSync.native(path);
-  } catch {
-    return path;
-  }
-}
-
 function notAFile(file: string, what: string): Finding {
   return {
     code: "path-unreadable",
@@ -559,14 +573,6 @@ function describeKind(entry: FolderEntry | Stats | BigIntStats): string {
   return "is not a regular file";
 }
 
-function describeBrokenLink(path: string): string {
-  try {
-    realpathSync.native(path);
-    return "is a link that cannot be followed";
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ELOOP" ? "is a symlink loop" : "is a link to nothing";
-  }
-}
 
 function escapeFinding(file: string, target: string, display: (path: string) => string): Finding {
   return {

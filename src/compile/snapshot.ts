@@ -7,6 +7,7 @@ import { restoreBodies, type Compilation, type ListingSource } from "./compile.j
 import { resolveRoot, type LoadedConfig } from "./config.js";
 import type { Finding } from "./diagnostics.js";
 import { isPastByteLimit, isPlainRelative, leftFilesOutBySize, pathIn, statsThroughLink, type DiscoveredSkill, type EnclosedSkillFile, type RootListing, type StatsTaken } from "./discover.js";
+import { RealPaths } from "./real-paths.js";
 import { fileStatsOf, hashFile, identityKey, type FileStats } from "./resources.js";
 import { systemCallPath } from "./system-path.js";
 
@@ -53,7 +54,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   const index = readCacheFile(files.inputs, FORMAT, key) as InputsFile | undefined;
   if (typeof index?.inputs !== "string" || typeof index.bundle?.fingerprint !== "string") return undefined;
   const verified = new CheckedFiles(index.inputs, loaded.dir);
-  const comparing: ContentComparison = { trustedBefore: trustedBeforeNow(), folders: roots.flatMap((root) => (root?.startsWith("d") ? [root.slice(1)] : [])), contents: new Map() };
+  const comparing: ContentComparison = { trustedBefore: trustedBeforeNow(), folders: roots.flatMap((root) => (root?.startsWith("d") ? [root.slice(1)] : [])), realPaths: new RealPaths(), contents: new Map() };
   const lines = new InputLines(index.inputs);
   const changes: InputChanges = { files: new Map(), structural: false };
   let folders = 0;
@@ -68,7 +69,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
     const { kind, path, signature } = lines;
     const absolute = inputPath(loaded.dir, path);
     if (kind === "l") {
-      if (linkTarget(absolute) !== signature) {
+      if (linkTarget(absolute, comparing.realPaths) !== signature) {
         same = false;
         changes.structural = true;
       }
@@ -97,7 +98,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
     const changed = new Set([...changes.files].flatMap(([path, state]) => (state.same ? [] : [path])));
     // The lines as the last build wrote them, not as `resigned` would sign them.
     const input = { folders: signedFolders(index.inputs, loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
-    const listings = storedListings(readCacheFile(files.listings, FORMAT, `${key}:${index.bundle.fingerprint}`), loaded, input, comparing.folders);
+    const listings = storedListings(readCacheFile(files.listings, FORMAT, `${key}:${index.bundle.fingerprint}`), loaded, input, comparing);
     return listings && { listings };
   }
   if (!isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
@@ -322,7 +323,7 @@ interface StoredListing {
  * and no skill's files crossing the limit of their total size. Undefined otherwise, or where the file is not what
  * a build writes: it is as untrusted as any file a pull request commits, and may name any path.
  */
-function storedListings(stored: unknown, loaded: LoadedConfig, input: ChecksInputs, rootFolders: readonly string[]): Map<string, RootListing> | undefined {
+function storedListings(stored: unknown, loaded: LoadedConfig, input: ChecksInputs, rootFolders: RootFolders): Map<string, RootListing> | undefined {
   if (!Array.isArray(stored)) return undefined;
   const unclaimed = new Set(input.changed);
   const roots = new Set(Object.values(loaded.config.agents).flatMap((agent) => agent.skills.map((source) => resolveRoot(source.root, loaded.dir))));
@@ -370,7 +371,7 @@ interface ChecksInputs {
  * file signs: a file its line signs as it was is the one the last build read there; one that changed since, or
  * that the last build did not read (a skill no agent built), must lie inside a root. Undefined where one does not.
  */
-function identitiesNow(skillFile: string, files: readonly string[], input: ChecksInputs, rootFolders: readonly string[]): Map<string, FileStats> | undefined {
+function identitiesNow(skillFile: string, files: readonly string[], input: ChecksInputs, rootFolders: RootFolders): Map<string, FileStats> | undefined {
   const folder = dirname(skillFile);
   const identities = new Map<string, FileStats>();
   for (const path of files) {
@@ -433,13 +434,18 @@ function skillFileOf(root: string, dir: string): string {
   return pathIn(dir === "" ? root : pathIn(root, dir), "SKILL.md");
 }
 
+/** The real paths of the roots that are folders, and the real paths of what is checked against them, each folder looked up once. */
+interface RootFolders {
+  folders: readonly string[];
+  realPaths: RealPaths;
+}
+
 /**
- * How `D` and `h` lines are compared: the moment before which a change is settled; the real paths of the roots that
- * are folders, the only places whose contents are read; each folder's listing or file's hash, by identity.
+ * How `D` and `h` lines are compared: the moment before which a change is settled; the roots' folders, the only
+ * places whose contents are read; each folder's listing or file's hash, by identity.
  */
-interface ContentComparison {
+interface ContentComparison extends RootFolders {
   trustedBefore: bigint;
-  folders: string[];
   contents: Map<string, string | ReturnType<typeof hashFile> | undefined>;
 }
 
@@ -480,20 +486,20 @@ function verifiedLine(lines: InputLines, absolute: string, stats: BigIntStats, v
 function contentsOf<T extends string | ReturnType<typeof hashFile>>(absolute: string, stats: BigIntStats, comparing: ContentComparison, read: (path: string, stats: BigIntStats) => T | undefined): T | undefined {
   const identity = identityKey(stats);
   if (comparing.contents.has(identity)) return comparing.contents.get(identity) as T | undefined;
-  const contents = isInsideRoots(absolute, comparing.folders) ? read(absolute, stats) : undefined;
+  const contents = isInsideRoots(absolute, comparing) ? read(absolute, stats) : undefined;
   comparing.contents.set(identity, contents);
   return contents;
 }
 
-/** Whether the real path of `absolute` lies inside one of `rootFolders` (real paths). */
-function isInsideRoots(absolute: string, rootFolders: readonly string[]): boolean {
+/** Whether the real path of `absolute` lies inside one of the roots' folders (real paths). */
+function isInsideRoots(absolute: string, { folders, realPaths }: RootFolders): boolean {
   let real: string;
   try {
-    real = realpathSync.native(absolute);
+    real = realPaths.of(absolute);
   } catch {
     return false;
   }
-  return rootFolders.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
+  return folders.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep));
 }
 
 /** `hashFile` of the file discovery would find at `path` (`stats`), or undefined where it is another file now or cannot be read. */
