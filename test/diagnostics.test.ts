@@ -198,7 +198,7 @@ const CASES: Record<string, Case> = {
 };
 
 // Codes whose cases live with the feature that raises them.
-const ELSEWHERE = new Set<RuleCode>(["suppression-stale", "budget-exceeded", "body-closes-tag", "path-unreadable", "path-changed", "skill-folder-too-large", "skill-files-too-large", "gitignore-too-large", "description-invisible", "frontmatter-schema", "agentskills-invalid", "serve-invalid", "serve-too-large"]);
+const ELSEWHERE = new Set<RuleCode>(["suppression-stale", "budget-exceeded", "body-closes-tag", "path-unreadable", "path-changed", "skill-folder-too-large", "skill-files-too-large", "folder-too-deep", "gitignore-too-large", "description-invisible", "frontmatter-schema", "agentskills-invalid", "serve-invalid", "serve-too-large"]);
 
 describe("every diagnostic code of SPEC §4", () => {
   it("has a case here or with its feature", () => {

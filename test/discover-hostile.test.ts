@@ -7,7 +7,7 @@ import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compile } from "../src/compile/compile.js";
 import { loadConfig } from "../src/compile/config.js";
-import { discoverRoot, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readAhead, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
+import { discoverRoot, MAX_FOLDER_DEPTH, MAX_SKILL_FOLDER_BYTES, MAX_SKILL_FOLDER_ENTRIES, readAhead, readFolder, readSkillBytes, type TakenStats } from "../src/compile/discover.js";
 import { MAX_GITIGNORE_BYTES, MAX_GITIGNORE_PATTERNS } from "../src/compile/gitignore.js";
 import { MAX_SKILL_FILE_BYTES } from "../src/compile/parse.js";
 import { fileStatsOf } from "../src/compile/resources.js";
@@ -147,6 +147,20 @@ describe("a skill folder's limits", () => {
     const files = listing.skills.find((skill) => skill.dir === "wide")!.files;
     expect(files).toHaveLength(1 + 99 * 100);
     expect(files).not.toContain("z.md");
+  });
+
+  it(`a file ${MAX_FOLDER_DEPTH} folders below the root is the skill's; one a folder deeper is folder-too-deep, the skill kept with its other files`, async () => {
+    const below = (depth: number) => Array.from({ length: depth - 1 }, () => "r").join("/");
+    const { listing } = await walked({ "skills/deep/SKILL.md": skillMd("deep"), [`skills/deep/${below(MAX_FOLDER_DEPTH)}/kept.md`]: "x", [`skills/deep/${below(MAX_FOLDER_DEPTH)}/r/lost.md`]: "x" });
+    expect(listing.findings).toEqual([
+      expect.objectContaining({
+        code: "folder-too-deep",
+        file: `skills/deep/${below(MAX_FOLDER_DEPTH + 1)}`,
+        message: `the folder skills/deep/${below(MAX_FOLDER_DEPTH + 1)} lies more than 256 folders below its root; nothing in it is read`,
+        hint: "Keep skills and their files within 256 folders of the root.",
+      }),
+    ]);
+    expect(listing.skills.find((skill) => skill.dir === "deep")!.files).toEqual(["SKILL.md", `${below(MAX_FOLDER_DEPTH)}/kept.md`]);
   });
 
   it(`files totalling ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB are kept, SKILL.md counted once; past it the rest are left out (sparse files: only stat'ed)`, async () => {

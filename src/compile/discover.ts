@@ -15,6 +15,13 @@ import { systemCallPath } from "./system-path.js";
 export const MAX_SKILL_FOLDER_ENTRIES = 10_000;
 
 /**
+ * Folders a walk goes below a root, skill folders' own included. The walk recurses a few calls a level (more with
+ * `nested`, where each level may be a skill), and a chain of 1,000 folders ran out of stack; the public catalogues
+ * go 8 deep.
+ */
+export const MAX_FOLDER_DEPTH = 256;
+
+/**
  * Bytes one skill folder's files may total, counting each path links lead to: each is hashed for the manifest
  * (each file once) and copied by `stage`. 64 MiB is twelve times the largest folder of the public catalogues
  * (5.3 MB of fonts, anthropics/skills' canvas-design); links to one large file would otherwise multiply it.
@@ -257,6 +264,7 @@ class RootWalk {
   walk(place: Place, listing?: FolderEntry[]): void {
     if (this.listed.has(place.real)) return; // reached before, through a link or as a link's target: a cycle or a second path
     this.listed.add(place.real);
+    if (this.isTooDeep(place.dir, place.rel)) return;
     let entries = listing;
     if (!entries) {
       try {
@@ -366,7 +374,7 @@ class RootWalk {
       if (--budget.left < 0) return;
       const fileRel = skillRel ? `${skillRel}/${entry.name}` : entry.name;
       const descend = (real: string, viaLink: boolean) => {
-        if (real === place.real || place.ancestors.includes(real)) return; // a cycle
+        if (real === place.real || place.ancestors.includes(real) || this.isTooDeep(path, rel)) return; // a cycle, or too deep
         let inner: FolderEntry[];
         try {
           // In path order, so that a folder over the entry budget always lists the same files.
@@ -437,6 +445,22 @@ class RootWalk {
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === "ELOOP" ? "is a symlink loop" : "is a link to nothing";
     }
+  }
+
+  /** Whether the folder at `path` (`rel` from the root) lies past `MAX_FOLDER_DEPTH`: then it is reported, not listed. */
+  private isTooDeep(path: string, rel: string): boolean {
+    // Past the limit, `rel` holds at least that many names and slashes between them: most paths are told by length.
+    if (rel.length <= 2 * MAX_FOLDER_DEPTH) return false;
+    let depth = 1;
+    for (let slash = rel.indexOf("/"); slash !== -1; slash = rel.indexOf("/", slash + 1)) depth++;
+    if (depth <= MAX_FOLDER_DEPTH) return false;
+    this.findings.push({
+      code: "folder-too-deep",
+      file: this.display(path),
+      message: `the folder ${this.display(path)} lies more than ${MAX_FOLDER_DEPTH} folders below its root; nothing in it is read`,
+      hint: `Keep skills and their files within ${MAX_FOLDER_DEPTH} folders of the root.`,
+    });
+    return true;
   }
 
   private isInsideRoot(real: string): boolean {

@@ -56,6 +56,7 @@ const RULE_DATA = {
   "path-changed": { severity: "error", skip: "skip", description: "a file inside a root was replaced after discovery (by a link out of the root, say); it is not read" },
   "skill-folder-too-large": { severity: "error", skip: "keep", description: "a skill folder lists over 10,000 files and folders (counting each path links lead to)" },
   "skill-files-too-large": { severity: "error", skip: "keep", description: "a skill folder's files total over 64 MiB (counting each path links lead to)" },
+  "folder-too-deep": { severity: "error", skip: "keep", description: "a folder lies more than 256 folders below its root; nothing in it is read" },
   "gitignore-too-large": { severity: "error", skip: "skip", description: "a .gitignore inside a root is over 1 MiB, holds with those above it over 1,000 patterns, has a pattern with `**` as a name twice before its last, or takes the root's .gitignore files past 10,000,000 tests of the folders above them; everything in its folder is left out" },
   "field-invalid": { severity: "warn", skip: "keep", description: "a known optional field has the wrong type or size" },
   "field-unknown": { severity: "off", skip: "keep", description: "a field outside the model" },
