@@ -4,6 +4,7 @@ import { basename, dirname, join, relative, sep } from "node:path";
 import type { Compilation } from "../compile/compile.js";
 import { resolveRoot } from "../compile/config.js";
 import { MAX_SKILL_FILE_BYTES } from "../compile/parse.js";
+import { RealPaths } from "../compile/real-paths.js";
 import { RULES } from "../compile/rules.js";
 import { isSameFile, type FileIdentity } from "../compile/resources.js";
 import { unifiedDiff } from "../review/diff.js";
@@ -52,8 +53,11 @@ export function fixTargets(compilation: Pick<Compilation, "config" | "diagnostic
  */
 export function fixFiles(targets: readonly FixTarget[], { write, recover, beforeSwap }: { write: boolean; recover: boolean; beforeSwap?: () => void }): FileFixes[] {
   const results: FileFixes[] = [];
+  // Each folder looked up once for all the reads (a chain of folders holding a skill each would cost a lookup of
+  // every folder above each); the check just before a swap asks the system afresh.
+  const realPaths = new RealPaths();
   for (const target of targets) {
-    const read = readTarget(target);
+    const read = readTarget(target, (path) => realPaths.of(path));
     if ("failure" in read) {
       results.push({ file: target.file, fixes: [], diff: "", written: false, notWritten: read.failure });
       continue;
@@ -77,8 +81,8 @@ interface ReadTarget {
   stats: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint; mode: bigint };
 }
 
-function readTarget(target: FixTarget): ReadTarget | { failure: string } {
-  if (throughLink(target)) return { failure: "it is reached through a symbolic link; skillbake does not write through links" };
+function readTarget(target: FixTarget, realPath: (path: string) => string): ReadTarget | { failure: string } {
+  if (throughLink(target, realPath)) return { failure: "it is reached through a symbolic link; skillbake does not write through links" };
   let fd: number | undefined;
   try {
     fd = openSync(target.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -94,9 +98,9 @@ function readTarget(target: FixTarget): ReadTarget | { failure: string } {
 }
 
 /** Whether the path passes through a link below its root, or is one: its real path is not the root's real path and the same steps. */
-function throughLink({ path, root }: FixTarget): boolean {
+function throughLink({ path, root }: FixTarget, realPath: (path: string) => string): boolean {
   try {
-    return realpathSync.native(path) !== join(realpathSync.native(root), relative(root, path)) || relative(root, path).startsWith(`..${sep}`);
+    return realPath(path) !== join(realPath(root), relative(root, path)) || relative(root, path).startsWith(`..${sep}`);
   } catch {
     return true;
   }
@@ -130,7 +134,7 @@ function replaceFile(target: FixTarget, read: ReadTarget, bytes: Uint8Array, bef
 }
 
 function changedSinceRead(target: FixTarget, read: ReadTarget): boolean {
-  if (throughLink(target)) return true;
+  if (throughLink(target, realpathSync.native)) return true;
   let fd: number | undefined;
   try {
     fd = openSync(target.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
