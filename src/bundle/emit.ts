@@ -573,7 +573,7 @@ function realPathOf(path: string): string {
  * verified inside the root (a hard link is that file); a source swapped since is not read.
  */
 function stageCopies(staging: string, copies: readonly StagedCopy[]): void {
-  // Each folder looked up once for all the files (a skill's files may lie a thousand folders deep); what proves a
+  // Each folder looked up once for all the files (a skill's files may lie hundreds of folders deep); what proves a
   // linked file the one discovery found is its identity, checked once it is linked.
   const realPaths = new RealPaths();
   for (const copy of copies) {

@@ -15,9 +15,9 @@ import { systemCallPath } from "./system-path.js";
 export const MAX_SKILL_FOLDER_ENTRIES = 10_000;
 
 /**
- * Folders a walk goes below a root, skill folders' own included. The walk recurses a few calls a level (more with
- * `nested`, where each level may be a skill), and a chain of 1,000 folders ran out of stack; the public catalogues
- * go 8 deep.
+ * Folders a walk goes below a root, skill folders' own included. The walk recurses a few calls a level (four with
+ * `nested`, where each level may be a skill), and a chain of 1,000 nested skills ran out of stack; the public
+ * catalogues go 8 deep.
  */
 export const MAX_FOLDER_DEPTH = 256;
 
@@ -596,7 +596,6 @@ function describeKind(entry: FolderEntry | Stats | BigIntStats): string {
   if (entry.isCharacterDevice() || entry.isBlockDevice()) return "is a device";
   return "is not a regular file";
 }
-
 
 function escapeFinding(file: string, target: string, display: (path: string) => string): Finding {
   return {
