@@ -1,15 +1,25 @@
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { isAbsolute } from "node:path";
 
-/** A path resolved: its real path, the links followed to get there (counted as realpath(3) counts them), and whether it is a folder. */
-interface Resolved {
+/** A real folder or file found on the way to a path: its real path, and for a folder each name looked up in it. */
+interface RealNode {
   real: string;
-  links: number;
+  /** The folder it is in; none for the filesystem's root. */
+  parent: RealNode | undefined;
   folder: boolean;
+  names?: Map<string, RealNode | LinkNode | NodeJS.ErrnoException>;
 }
 
-/** What a path whose folder is real is, by its lstat: a link (and its target), a folder, or something else. */
-type Entry = { link: string } | { folder: boolean } | NodeJS.ErrnoException;
+/** A link found on the way: its target, and once resolved, where that leads and the links followed to get there. */
+interface LinkNode {
+  target: string;
+  resolved?: Reached | NodeJS.ErrnoException | "resolving";
+}
+
+interface Reached {
+  node: RealNode;
+  links: number;
+}
 
 /** realpath(3)'s limit on the links one path may lead through (glibc's and Linux's `MAXSYMLINKS`). */
 const MAX_LINKS = 40;
@@ -17,88 +27,92 @@ const MAX_LINKS = 40;
 /** From this many bytes on, realpath(3) answers ENAMETOOLONG at once; such a path is left to it. */
 const PATH_MAX = 4096;
 
-const ROOT: Resolved = { real: "/", links: 0, folder: true };
-
 /**
- * Real paths as realpath(3) gives them, where each folder is looked up once. realpath looks up every folder above
- * the path it is given, and the kernel walks every folder above each of those: N links or nested skills at the
- * bottom of a tree D folders deep (a pull request's to make) cost N × D², so 5,000 links 250 folders down took 21 s
- * to build. Here every path asked for, and every path on its way, is kept with its real path and the links it led
- * through, so a path costs one lookup beyond its folder's. What a path resolves to depends on the filesystem alone,
- * never on which paths were asked for before: the links are counted from the filesystem's root for each path, as
- * realpath counts them.
+ * Real paths as realpath(3) gives them, where each name is looked up once and each link resolved once. realpath
+ * looks up every folder above the path it is given, and the kernel walks every folder above each of those: N links
+ * or nested skills at the bottom of a tree D folders deep (a pull request's to make) cost N × D², so 5,000 links 250
+ * folders down took 21 s to build; and a link's target is walked a name at a time, so 5,000 links whose targets
+ * were 4 KB of `a/../` took 17 s. Here what each name in a folder is (a folder, a file, a link and its target) is
+ * kept, as is where each link leads: a path costs a step a name, a link followed once a step. Links are counted as
+ * realpath counts them, each path's from the filesystem's root, so what a path resolves to depends on the
+ * filesystem alone, never on which paths were asked for before.
  *
  * Linux only, where realpath(3) is this walk (glibc's resolves each name in turn, with `readlink`); elsewhere (macOS
  * gives each name's case as stored, Windows has drives and junctions) each path goes to `realpathSync.native`.
  * An instance keeps what it found, and sees no change made after: one serves one walk or check.
  */
 export class RealPaths {
-  private readonly resolved = new Map<string, Resolved | NodeJS.ErrnoException>();
-  private readonly entries = new Map<string, Entry>();
+  private readonly root: RealNode = { real: "/", parent: undefined, folder: true };
 
   /** The real path of `path` (absolute), as `realpathSync.native` gives it; throws as it does (ENOENT, ENOTDIR, ELOOP…). */
   of(path: string): string {
     if (process.platform !== "linux" || !isAbsolute(path) || Buffer.byteLength(path) >= PATH_MAX) return realpathSync.native(path);
-    return this.resolve(path).real;
+    return this.walk(this.root, path, 0).node.real;
   }
 
-  /** `path` from the longest part of it resolved before, each part after it kept on the way. */
-  private resolve(path: string): Resolved {
-    let end = path.length;
-    let at: Resolved | undefined;
-    for (; end > 0; end = path.lastIndexOf("/", end - 1)) {
-      const known = this.resolved.get(path.slice(0, end));
-      if (known === undefined) continue;
-      if (known instanceof Error) throw known;
-      at = known;
-      break;
-    }
-    at ??= ROOT;
-    while (end < path.length) {
-      const next = path.indexOf("/", end + 1);
-      const stop = next === -1 ? path.length : next;
-      const prefix = path.slice(0, stop);
-      try {
-        at = this.step(at, path.slice(end + 1, stop));
-      } catch (error) {
-        this.resolved.set(prefix, error as NodeJS.ErrnoException);
-        throw error;
+  /** `rest` (`/`-separated names, `.` and `..`) taken a name at a time from the real folder `from`, `links` followed so far. */
+  private walk(from: RealNode, rest: string, links: number): Reached {
+    let at = from;
+    for (let start = 0; start <= rest.length; ) {
+      const slash = rest.indexOf("/", start);
+      const end = slash === -1 ? rest.length : slash;
+      const name = rest.slice(start, end);
+      start = end + 1;
+      if (!at.folder) throw failure("ENOTDIR", at.real); // a name, or a trailing slash, after a file
+      if (name === "" || name === ".") continue;
+      if (name === "..") {
+        at = at.parent ?? at;
+        continue;
       }
-      this.resolved.set(prefix, at);
-      end = stop;
-    }
-    return at;
-  }
-
-  /** One name (`name`, may be empty, `.` or `..`) taken from the resolved folder `at`, through links as realpath takes it. */
-  private step(at: Resolved, name: string): Resolved {
-    if (!at.folder) throw failure("ENOTDIR", at.real);
-    if (name === "" || name === ".") return at;
-    if (name === "..") return { real: at.real.slice(0, Math.max(1, at.real.lastIndexOf("/"))), links: at.links, folder: true };
-    const here = at.real === "/" ? `/${name}` : `${at.real}/${name}`;
-    const entry = this.entryAt(here);
-    if (entry instanceof Error) throw entry;
-    if (!("link" in entry)) return { real: here, links: at.links, folder: entry.folder };
-    const links = at.links + 1;
-    if (links > MAX_LINKS) throw failure("ELOOP", here);
-    let inTarget: Resolved = entry.link.startsWith("/") ? { ...ROOT, links } : { ...at, links };
-    for (const part of entry.link.split("/")) inTarget = this.step(inTarget, part);
-    return inTarget;
-  }
-
-  /** What is at `here` (its folder a real path), looked up once. */
-  private entryAt(here: string): Entry {
-    let entry = this.entries.get(here);
-    if (entry === undefined) {
-      try {
-        const stats = lstatSync(here);
-        entry = stats.isSymbolicLink() ? { link: readlinkSync(here) } : { folder: stats.isDirectory() };
-      } catch (error) {
-        entry = error as NodeJS.ErrnoException;
+      const named = this.lookUp(at, name);
+      if (named instanceof Error) throw named;
+      if ("real" in named) {
+        at = named;
+        continue;
       }
-      this.entries.set(here, entry);
+      const reached = this.follow(at, named);
+      links += reached.links;
+      if (links > MAX_LINKS) throw failure("ELOOP", at.real);
+      at = reached.node;
     }
-    return entry;
+    return { node: at, links };
+  }
+
+  /** What `name` is in the folder `folder`, looked up once. */
+  private lookUp(folder: RealNode, name: string): RealNode | LinkNode | NodeJS.ErrnoException {
+    const names = (folder.names ??= new Map());
+    let named = names.get(name);
+    if (named === undefined) {
+      const path = folder.real === "/" ? `/${name}` : `${folder.real}/${name}`;
+      try {
+        const stats = lstatSync(path);
+        named = stats.isSymbolicLink() ? { target: readlinkSync(path) } : { real: path, parent: folder, folder: stats.isDirectory() };
+      } catch (error) {
+        named = error as NodeJS.ErrnoException;
+      }
+      names.set(name, named);
+    }
+    return named;
+  }
+
+  /**
+   * Where `link` (in `folder`) leads, and the links followed there, itself included; resolved once. A link met again
+   * while its own target is being resolved leads through itself: realpath would follow it until its limit.
+   */
+  private follow(folder: RealNode, link: LinkNode): Reached {
+    const known = link.resolved;
+    if (known === "resolving") throw failure("ELOOP", folder.real);
+    if (known instanceof Error) throw known;
+    if (known) return known;
+    link.resolved = "resolving";
+    try {
+      const reached = this.walk(link.target.startsWith("/") ? this.root : folder, link.target, 1);
+      link.resolved = reached;
+      return reached;
+    } catch (error) {
+      link.resolved = error as NodeJS.ErrnoException;
+      throw error;
+    }
   }
 }
 
