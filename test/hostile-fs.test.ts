@@ -83,7 +83,7 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     expect(result.diagnostics).toHaveLength(2);
   });
 
-  it(`a chain of folders each a skill inside the one above: to ${MAX_FOLDER_DEPTH} below the root, then folder-too-deep, with \`nested\` too (1,000 ran out of stack)`, async () => {
+  it(`a chain of folders each a skill inside the one above: to ${MAX_FOLDER_DEPTH} below the root, then folder-too-deep, with \`nested\` too (1,050 ran out of stack)`, async () => {
     const chain = (depth: number) => Array.from({ length: depth }, () => "a").join("/");
     const tree: Tree = {};
     for (let depth = 1; depth <= 1_100; depth++) tree[`skills/${chain(depth)}/SKILL.md`] = skillMd("a");
@@ -104,7 +104,7 @@ describe("loops, chains and lattices of links end, in bounded time", () => {
     const folder = join("skills", ...Array.from({ length: 15 }, () => "n".repeat(200)));
     const dir = await project({ [`${folder}/a/.keep`]: "" });
     await Promise.all(Array.from({ length: 5_000 }, (_, link) => symlink(`${"a/../".repeat(795)}a/x${link}`, join(dir, folder, `l${link}`))));
-    // Each target taken a name at a time, each name looked up under the whole path above it: 19 s.
+    // Each target taken a name at a time, each name looked up under the whole path above it: 17-19 s.
     const started = performance.now();
     const { result } = await checkAll(dir);
     expect(performance.now() - started).toBeLessThan(5_000);
