@@ -409,6 +409,19 @@ describe("unreadable files and folders", () => {
 });
 
 describe("file names with newlines, quotes, <, & and bytes that are not UTF-8", () => {
+  it("folders named __proto__ and constructor in a skill: in the manifest's structure as any other, nothing added to Object.prototype", async () => {
+    const dir = await project({ "skills/odd/SKILL.md": skillMd("odd"), "skills/odd/__proto__/a.md": "aa", "skills/odd/constructor/b.md": "b" });
+    const { result } = await checkAll(dir);
+    const manifest = JSON.parse(bundleTexts(bundleOf(result)).get("manifest.json")!) as { skills: { name: string; structure: { folders: object } }[] };
+    const odd = manifest.skills.find((skill) => skill.name === "odd")!;
+    expect(Object.entries(odd.structure.folders)).toEqual([
+      ["__proto__", { bytes: 2, files: 1 }],
+      ["constructor", { bytes: 1, files: 1 }],
+    ]);
+    // Counted on objects looked up by name, the folders' counts went to Object.prototype and the Object function.
+    expect([({} as Record<string, unknown>).files, (Object as unknown as Record<string, unknown>).files]).toEqual([undefined, undefined]);
+  });
+
   it("names fall back to such folder names; every format escapes them, and the diagnostics name them", async () => {
     const folders = ["line\nbreak", 'say "hi"', "<skill name=x>", "a&b", "it's"];
     const tree: Tree = {};

@@ -330,6 +330,20 @@ describe("createRuntime: the skill tool, commands, folder summaries and served f
     expect(md.renderSkill("main", "x", "", { files: true })).toContain("- <a> b.md (1 bytes)");
   });
 
+  it("folders named __proto__, constructor or toString are counted as any other, and nothing lands on Object.prototype", () => {
+    const files = ["__proto__/a.md", "__proto__/b.md", "constructor/c.md", "toString/d.md"].map((path) => ({ path, size: 2 }));
+    const named = createRuntime({ main: { format: "pi", prompt: "", modelInvocable: [] } }, () => tableOf([file("x", { files })], { main: [{ file: 0, listed: true, mode: "available", source: 0 }] }));
+    const { structure } = named.getSkill("main", "x");
+    expect(Object.entries(structure.folders)).toEqual([
+      ["__proto__", { bytes: 4, files: 2 }],
+      ["constructor", { bytes: 2, files: 1 }],
+      ["toString", { bytes: 2, files: 1 }],
+    ]);
+    expect(Object.getPrototypeOf(structure.folders)).toBe(Object.prototype);
+    expect([({} as Record<string, unknown>).files, ({} as Record<string, unknown>).bytes, (Object as unknown as Record<string, unknown>).files]).toEqual([undefined, undefined, undefined]);
+    expect(named.renderSkill("main", "x", "", { files: true })).toContain("- __proto__/: 2 files, 4 bytes\n  - __proto__/a.md (2 bytes)\n  - __proto__/b.md (2 bytes)\n- constructor/: 1 file, 2 bytes");
+  });
+
   it("an entry placed elsewhere has its own location and base folder; inline pi blocks escape them", () => {
     expect(runtime.getSkill("main", "c")).toMatchObject({ location: "/elsewhere/c/SKILL.md", baseDir: "/elsewhere/c" });
     expect(runtime.renderSkill("md", "c")).toBe("[Skill: c]\nBase directory for this skill: /srv/skills/c\n\n<c> & 'c'");

@@ -407,19 +407,25 @@ function inDialect(tool: SkillTool, dialect: ToolDialect | undefined): ToolIn<To
   }
 }
 
-/** Totals of a skill's files, and per top-level folder. */
+/**
+ * Totals of a skill's files, and per top-level folder. The folders are counted in a Map and made an object's own
+ * properties at the end: a folder may be named `__proto__` or `constructor`, which an object looked up by name would
+ * take from Object.prototype (and its counts would be added there, for every object of the process).
+ */
 export function summarizeStructure(files: readonly SkillFolderFile[]): SkillStructure {
-  const structure: SkillStructure = { bytes: 0, files: 0, folders: {} };
+  let bytes = 0;
+  const folders = new Map<string, { bytes: number; files: number }>();
   for (const file of files) {
-    structure.files++;
-    structure.bytes += file.size;
+    bytes += file.size;
     const slash = file.path.indexOf("/");
     if (slash < 0) continue;
-    const folder = (structure.folders[file.path.slice(0, slash)] ??= { bytes: 0, files: 0 });
+    const name = file.path.slice(0, slash);
+    let folder = folders.get(name);
+    if (!folder) folders.set(name, (folder = { bytes: 0, files: 0 }));
     folder.files++;
     folder.bytes += file.size;
   }
-  return structure;
+  return { bytes, files: files.length, folders: Object.fromEntries(folders) };
 }
 
 /**
