@@ -335,6 +335,28 @@ describe("a rebuild where nothing changed, roots", () => {
     expect(skillNames(dir)).toEqual(["zeta", "alpha", "beta"]); // path order: later/ before skills/
   }, 10_000);
 
+  it("the config's own folder as a root, with folders named __proto__ and constructor: a skill added in either is built", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ outDir: "out", agents: { main: { skills: [{ root: "." }] } } }),
+      "__proto__/x/SKILL.md": skillMd("x"),
+      "constructor/y/SKILL.md": skillMd("y"),
+    });
+    const names = () => (JSON.parse(readFileSync(join(dir, "out/manifest.json"), "utf8")) as { skills: { name: string }[] }).skills.map((skill) => skill.name);
+    await settle();
+    expect((await run(dir)).written).toBe(true);
+    expect((await run(dir)).written).toBe(false);
+    // The records of a folder whose path is `__proto__` were assigned to a plain object, which made them its
+    // prototype: never saved, so the inputs file did not sign the folder, and this rebuild said "up to date".
+    for (const [folder, name] of [["__proto__", "z"], ["constructor", "w"]] as const) {
+      await mkdir(join(dir, folder, name));
+      await writeFile(join(dir, folder, name, "SKILL.md"), skillMd(name));
+      await settle();
+      expect((await run(dir)).written).toBe(true);
+      expect(names()).toContain(name);
+    }
+  }, 20_000);
+
   it("a root outside the config's folder (`../shared`) is compared as any other: nothing changed, nothing parsed", async () => {
     const dir = await project();
     await writeTree(dir, {

@@ -199,7 +199,7 @@ export class BuildCache {
    * stats the listing is vouched for by, and the entries.
    */
   listFolder(dir: string, displayPath: string, taken?: TakenStats, seen?: Map<string, ListedFolder>): FolderEntry[] {
-    const record = this.previous.folders[displayPath];
+    const record = recordAt(this.previous.folders, displayPath);
     // Its stats tell whether a record still holds, make one, and vouch for a watching session's listing.
     const stats = taken ?? (record || seen || this.saves ? statSync(systemCallPath(dir), { bigint: true, throwIfNoEntry: false }) : undefined);
     if (stats && record && record.stat === signatureOf(stats) && Array.isArray(record.entries) && record.entries.every(isEntryRecord)) {
@@ -229,7 +229,7 @@ export class BuildCache {
    */
   keepFolders(displayPaths: Iterable<string>): void {
     for (const path of displayPaths) {
-      const record = this.previous.folders[path];
+      const record = recordAt(this.previous.folders, path);
       if (!record) {
         this.complete = false;
         continue;
@@ -244,7 +244,7 @@ export class BuildCache {
    * walk found it inside the root, before any read); undefined when it did not, so the file must be read.
    */
   knownFile(displayPath: string, stats: FileStats): { size: number; sha256: string } | undefined {
-    const record = this.previous.files[displayPath];
+    const record = recordAt(this.previous.files, displayPath);
     if (!record) return undefined;
     // A watching session hands the same stats object again for a file it did not see change: compared once.
     if (this.matched.get(stats) !== record) {
@@ -284,7 +284,7 @@ export class BuildCache {
    * from `validate`.
    */
   skill(displayFile: string, folder: string, hash: string, validate: () => ValidationResult): { findings: Finding[]; content?: Omit<SkillContent, "body"> & { body?: string } } {
-    const record = this.previous.skills[displayFile];
+    const record = recordAt(this.previous.skills, displayFile);
     if (record && isSkillRecord(record) && record.hash === hash && record.folder === folder) {
       this.stats.reused++;
       this.next.skills[displayFile] = record;
@@ -447,8 +447,17 @@ export function isCurrentBundle(record: BundleRecord | undefined, outDir: string
   return paths.length > 0 && paths.every(([path, signature]) => statSignature(join(outDir, path)) === signature);
 }
 
+/**
+ * Records by path, as objects with no prototype: a path may be `__proto__` (a folder of that name in the config's
+ * folder, under a root `.`), which assigned to a plain object would become its prototype and never be saved.
+ */
 function emptyContents(): CacheContents {
-  return { skills: {}, folders: {}, files: {} };
+  return { skills: Object.create(null) as CacheContents["skills"], folders: Object.create(null) as CacheContents["folders"], files: Object.create(null) as CacheContents["files"] };
+}
+
+/** The record at `path`, if one was saved: never what an object inherits (`constructor`, `toString`). */
+function recordAt<T>(records: Record<string, T>, path: string): T | undefined {
+  return Object.hasOwn(records, path) ? records[path] : undefined;
 }
 
 /**
