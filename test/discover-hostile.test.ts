@@ -163,6 +163,13 @@ describe("a skill folder's limits", () => {
     expect(listing.skills.find((skill) => skill.dir === "deep")!.files).toEqual(["SKILL.md", `${below(MAX_FOLDER_DEPTH)}/kept.md`]);
   });
 
+  it("a folder too deep on one path is walked where a link reaches it nearer the root", async () => {
+    const chain = Array.from({ length: MAX_FOLDER_DEPTH + 1 }, () => "a").join("/");
+    const { listing, skills } = await walked({ [`skills/${chain}/x/SKILL.md`]: skillMd("x"), "skills/z": { link: chain } });
+    expect(listing.findings).toEqual([expect.objectContaining({ code: "folder-too-deep", file: `skills/${chain}` })]);
+    expect(skills.map(([dir]) => dir)).toEqual(["good", "z/x"]);
+  });
+
   it(`files totalling ${MAX_SKILL_FOLDER_BYTES / 1024 / 1024} MiB are kept, SKILL.md counted once; past it the rest are left out (sparse files: only stat'ed)`, async () => {
     const skill = skillMd("big");
     const base = await tempDir();

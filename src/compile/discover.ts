@@ -263,8 +263,9 @@ class RootWalk {
 
   walk(place: Place, listing?: FolderEntry[]): void {
     if (this.listed.has(place.real)) return; // reached before, through a link or as a link's target: a cycle or a second path
-    this.listed.add(place.real);
+    // Depth is the path's, not the folder's: one too deep here may be walked where a link reaches it nearer the root.
     if (this.isTooDeep(place.dir, place.rel)) return;
+    this.listed.add(place.real);
     let entries = listing;
     if (!entries) {
       try {
