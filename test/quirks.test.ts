@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -192,5 +193,21 @@ describe("frontmatter keys that are JavaScript's own names", () => {
     const { extra } = bundle.getSkill("main", "odd");
     expect(Object.getPrototypeOf(extra)).toBe(Object.prototype);
     expect(Object.entries(extra)).toEqual([["__proto__", "polluted"], ["constructor", "built"]]);
+  });
+
+  it("keeps a `metadata` key `__proto__` in the typed field, in the manifest and in the module", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }),
+      "skills/odd/SKILL.md": "---\nname: odd\ndescription: Odd keys.\nmetadata:\n  __proto__: kept\n  author: me\n---\n",
+    });
+    expect((await build({ cwd: dir })).written).toBe(true);
+    const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
+    expect(Object.entries(manifest.skills[0].fields.metadata)).toEqual([["__proto__", "kept"], ["author", "me"]]);
+    expect(manifest.skills[0].extra).toEqual({});
+    const bundle = await import(pathToFileURL(join(dir, "dist/skills/index.js")).href);
+    const { metadata } = bundle.getSkill("main", "odd").fields;
+    expect(Object.getPrototypeOf(metadata)).toBe(Object.prototype);
+    expect(Object.entries(metadata)).toEqual([["__proto__", "kept"], ["author", "me"]]);
   });
 });

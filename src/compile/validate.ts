@@ -190,7 +190,8 @@ function fieldsOf(all: readonly FrontmatterField[], byKey: ReadonlyMap<string, F
         `Add \`context: fork\` to run the skill as that agent, or remove \`agent\` (or write the default, \`${FIELD_DEFAULTS.agent}\`).`,
       );
     } else if (result.success) {
-      (fields as Record<string, unknown>)[key] = result.data;
+      // A record's output leaves out a key `__proto__` (zod will not assign it); the valid input has every key.
+      (fields as Record<string, unknown>)[key] = key === "metadata" ? field.value : result.data;
     } else {
       defineOwn(extra, field.key, field.value);
       const issue = result.error.issues[0];
