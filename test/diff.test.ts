@@ -5,7 +5,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { BODY_DIFF_LINES, countLineChanges, cutLine, diffBundles, diffLines, estimateTokens, LINE_MAX, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
+import { BODY_DIFF_LINES, cutLine, diffBundles, diffLines, estimateTokens, LINE_MAX, textChange, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
 import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
 import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
@@ -40,7 +40,15 @@ describe("diffLines", () => {
     );
   });
 
-  it("past the alignment limit, pairs equal-length sides line by line, and otherwise replaces the changed middle whole", () => {
+  it("aligns long texts that differ in a few places exactly: a line inserted near the start of 3,000 and one removed near the end", () => {
+    const before = Array.from({ length: 3000 }, (_, i) => `Line ${i} of the instructions.`);
+    const after = [...before.slice(0, 5), "An inserted line.", ...before.slice(5, 2994), ...before.slice(2995)];
+    const edits = diffLines(before, after);
+    expect(edits.filter((edit) => edit.op === "insert").map((edit) => edit.line)).toEqual(["An inserted line."]);
+    expect(edits.filter((edit) => edit.op === "delete").map((edit) => edit.line)).toEqual([before[2994]]);
+  });
+
+  it("past the work allowed, pairs equal-length sides line by line, and otherwise replaces the changed middle whole", () => {
     const before = Array.from({ length: 3000 }, (_, i) => `line ${i}`);
     const inPlace = before.map((line, i) => (i % 2 === 0 ? `${line} changed` : line));
     const longer = [...inPlace.slice(0, 1500), "inserted", ...inPlace.slice(1500)];
@@ -53,10 +61,27 @@ describe("diffLines", () => {
     expect(diffLines(before, longer).filter((edit) => edit.op === "equal")).toHaveLength(1); // the common last line
   });
 
+  it("takes time in proportion to the texts' size when they differ throughout in short lines", () => {
+    // 2,000 one-character lines on each side, alike nowhere in order: aligning each pair whole took ~40 ms, and a
+    // pull request's manifest may hold thousands of such bodies.
+    const body = (step: number, shift: number) => Array.from({ length: 2000 }, (_, i) => String((i * step + shift) % 7)).join("\n");
+    const started = performance.now();
+    for (let pair = 0; pair < 200; pair++) {
+      const { linesAdded, linesRemoved } = textChange(body(1, pair), body(3, pair), "x");
+      expect(linesAdded).toBe(linesRemoved);
+    }
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
   it("counts lines added and removed", () => {
-    expect(countLineChanges("a\nb\nc", "a\nB\nc\nd")).toEqual({ added: 2, removed: 1 });
-    expect(countLineChanges("", "one")).toEqual({ added: 1, removed: 0 });
-    expect(countLineChanges("same", "same")).toEqual({ added: 0, removed: 0 });
+    const counts = (before: string, after: string) => {
+      const { linesAdded, linesRemoved, diff } = textChange(before, after, "x");
+      expect(diff).toBe(unifiedDiff(before, after, { beforeLabel: "x (before)", afterLabel: "x (after)", maxLines: BODY_DIFF_LINES, lineMax: LINE_MAX }));
+      return { added: linesAdded, removed: linesRemoved };
+    };
+    expect(counts("a\nb\nc", "a\nB\nc\nd")).toEqual({ added: 2, removed: 1 });
+    expect(counts("", "one")).toEqual({ added: 1, removed: 0 });
+    expect(counts("same", "same")).toEqual({ added: 0, removed: 0 });
   });
 });
 

@@ -16,12 +16,19 @@ export interface LineEdit {
 }
 
 /**
- * Past this many cells the middle of a diff (after the common head and tail) is not aligned by LCS, to bound
- * time and memory; see `alignMiddle`. At most sqrt of it lines can match, so a Uint16 holds every LCS length.
+ * The work one alignment may do, per character of the two middles (a line counting one more): an edit script is
+ * searched for while it costs less, so that a review's time grows with the size of the texts, whatever their
+ * lines. Texts that differ in a few places fit whatever their length; past it, see `alignMiddle`.
  */
-const MAX_ALIGNED_CELLS = 4_000_000;
+const WORK_PER_CHARACTER = 4;
+/** What every alignment may do: texts of a hundred lines are aligned exactly however much they differ. */
+const MIN_WORK = 10_000;
+/** What one alignment may do at most (a few tens of milliseconds), however long the texts. */
+const MAX_WORK = 4_000_000;
+/** The largest edit distance searched: the search keeps a row of positions per edit, (D + 1)² numbers in all. */
+const MAX_EDIT_DISTANCE = 2_000;
 
-/** Edits turning `before` into `after`, aligned on a longest common subsequence of lines. */
+/** Edits turning `before` into `after`, aligned on a longest common subsequence of lines where the work allowed finds one. */
 export function diffLines(before: readonly string[], after: readonly string[]): LineEdit[] {
   let head = 0;
   while (head < before.length && head < after.length && before[head] === after[head]) head++;
@@ -40,45 +47,88 @@ export function diffLines(before: readonly string[], after: readonly string[]): 
 }
 
 function alignMiddle(a: readonly string[], b: readonly string[]): LineEdit[] {
+  const trace = a.length === 0 || b.length === 0 ? undefined : shortestEditTrace(a, b, workAllowed(a, b));
+  if (trace) return editsFromTrace(a, b, trace);
   const deleted = a.map((line): LineEdit => ({ op: "delete", line }));
   const inserted = b.map((line): LineEdit => ({ op: "insert", line }));
-  if (a.length === 0 || b.length === 0) return [...deleted, ...inserted];
-  if ((a.length + 1) * (b.length + 1) > MAX_ALIGNED_CELLS) {
-    // Too big to align. Equal lengths are paired line by line, which is exact for the common large case (edits
-    // in place, such as every location changing); otherwise the middle is shown replaced whole.
-    if (a.length !== b.length) return [...deleted, ...inserted];
-    return a.flatMap((line, i) => (line === b[i] ? [{ op: "equal", line }] : [deleted[i]!, inserted[i]!]));
-  }
-  // common[i * width + j]: length of the longest common subsequence of a[i..] and b[j..].
-  const width = b.length + 1;
-  const common = new Uint16Array((a.length + 1) * width);
-  for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) {
-      common[i * width + j] = a[i] === b[j] ? common[(i + 1) * width + j + 1]! + 1 : Math.max(common[(i + 1) * width + j]!, common[i * width + j + 1]!);
-    }
-  }
-  const edits: LineEdit[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    if (a[i] === b[j]) {
-      edits.push({ op: "equal", line: a[i]! });
-      i++;
-      j++;
-    } else if (common[(i + 1) * width + j]! >= common[i * width + j + 1]!) {
-      edits.push(deleted[i++]!);
-    } else {
-      edits.push(inserted[j++]!);
-    }
-  }
-  return [...edits, ...deleted.slice(i), ...inserted.slice(j)];
+  // Too different to align within the work allowed (or one side empty). Equal lengths are paired line by line,
+  // which is exact for the common large case (edits in place, such as every location changing); otherwise the
+  // middle is shown replaced whole.
+  if (a.length !== b.length) return [...deleted, ...inserted];
+  return a.flatMap((line, i) => (line === b[i] ? [{ op: "equal", line }] : [deleted[i]!, inserted[i]!]));
 }
 
-/** Lines added and removed between two texts. */
-export function countLineChanges(before: string, after: string): { added: number; removed: number } {
+function workAllowed(a: readonly string[], b: readonly string[]): number {
+  let characters = a.length + b.length;
+  for (const line of a) characters += line.length;
+  for (const line of b) characters += line.length;
+  return Math.min(MAX_WORK, Math.max(MIN_WORK, WORK_PER_CHARACTER * characters));
+}
+
+/**
+ * Myers' greedy search for a shortest edit script (O((N+M)·D), fast where the texts differ in few lines): for each
+ * edit count d, the furthest position in `a` reached on each diagonal k = x − y, as `trace[d][k + d]`. Undefined
+ * when it would take more than `work` steps or `MAX_EDIT_DISTANCE` edits.
+ */
+function shortestEditTrace(a: readonly string[], b: readonly string[], work: number): Int32Array[] | undefined {
+  const limit = Math.min(a.length + b.length, MAX_EDIT_DISTANCE);
+  // furthest[k + offset]: the furthest x reached on diagonal k with the edits so far.
+  const offset = limit + 1;
+  const furthest = new Int32Array(2 * offset + 1);
+  const trace: Int32Array[] = [];
+  for (let d = 0; d <= limit; d++) {
+    for (let k = -d; k <= d; k += 2) {
+      // Down from diagonal k + 1 (an insertion) or right from k − 1 (a deletion), whichever reaches further.
+      let x = k === -d || (k !== d && furthest[offset + k - 1]! < furthest[offset + k + 1]!) ? furthest[offset + k + 1]! : furthest[offset + k - 1]! + 1;
+      let y = x - k;
+      const start = x;
+      while (x < a.length && y < b.length && a[x] === b[y]) {
+        x++;
+        y++;
+      }
+      work -= x - start + 1;
+      furthest[offset + k] = x;
+      if (x >= a.length && y >= b.length) {
+        trace.push(furthest.slice(offset - d, offset + d + 1));
+        return trace;
+      }
+    }
+    if (work < 0) return undefined;
+    trace.push(furthest.slice(offset - d, offset + d + 1));
+  }
+  return undefined;
+}
+
+/** The edits of the script `shortestEditTrace` found, walked back from the end. */
+function editsFromTrace(a: readonly string[], b: readonly string[], trace: readonly Int32Array[]): LineEdit[] {
+  const edits: LineEdit[] = [];
+  let x = a.length;
+  let y = b.length;
+  for (let d = trace.length - 1; d > 0; d--) {
+    const before = trace[d - 1]!; // indexed k + (d − 1)
+    const k = x - y;
+    const down = k === -d || (k !== d && before[k - 1 + d - 1]! < before[k + 1 + d - 1]!);
+    const previousK = down ? k + 1 : k - 1;
+    const previousX = before[previousK + d - 1]!;
+    while (x > previousX + (down ? 0 : 1)) {
+      y--;
+      edits.push({ op: "equal", line: a[--x]! });
+    }
+    if (down) edits.push({ op: "insert", line: b[--y]! });
+    else edits.push({ op: "delete", line: a[--x]! });
+  }
+  while (x > 0) {
+    y--;
+    edits.push({ op: "equal", line: a[--x]! });
+  }
+  return edits.reverse();
+}
+
+/** Lines added and removed by `edits`. */
+function countEdits(edits: readonly LineEdit[]): { added: number; removed: number } {
   let added = 0;
   let removed = 0;
-  for (const edit of diffLines(splitLines(before), splitLines(after))) {
+  for (const edit of edits) {
     if (edit.op === "insert") added++;
     else if (edit.op === "delete") removed++;
   }
@@ -111,9 +161,11 @@ export function cutLine(line: string, max: number): string {
 }
 
 /** A unified-style diff (`---`/`+++` headers, `@@` hunks) of two texts; empty when they are equal. */
-export function unifiedDiff(before: string, after: string, { beforeLabel, afterLabel, context = 3, maxLines = Infinity, lineMax = Infinity }: UnifiedDiffOptions): string {
-  if (before === after) return "";
-  const edits = diffLines(splitLines(before), splitLines(after));
+export function unifiedDiff(before: string, after: string, options: UnifiedDiffOptions): string {
+  return before === after ? "" : unifiedDiffOf(diffLines(splitLines(before), splitLines(after)), options);
+}
+
+function unifiedDiffOf(edits: readonly LineEdit[], { beforeLabel, afterLabel, context = 3, maxLines = Infinity, lineMax = Infinity }: UnifiedDiffOptions): string {
   // Line numbers (1-based) in each text where each edit sits.
   const positions: { before: number; after: number }[] = [];
   let beforeLine = 1;
@@ -367,9 +419,10 @@ function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill): void {
 }
 
 /** The lines changed between two texts, and a unified diff of them cut after `BODY_DIFF_LINES` lines. */
-function textChange(before: string, after: string, label: string): { linesAdded: number; linesRemoved: number; diff: string } {
-  const { added, removed } = countLineChanges(before, after);
-  const diff = unifiedDiff(before, after, { beforeLabel: `${label} (before)`, afterLabel: `${label} (after)`, maxLines: BODY_DIFF_LINES, lineMax: LINE_MAX });
+export function textChange(before: string, after: string, label: string): { linesAdded: number; linesRemoved: number; diff: string } {
+  const edits = diffLines(splitLines(before), splitLines(after));
+  const { added, removed } = countEdits(edits);
+  const diff = before === after ? "" : unifiedDiffOf(edits, { beforeLabel: `${label} (before)`, afterLabel: `${label} (after)`, maxLines: BODY_DIFF_LINES, lineMax: LINE_MAX });
   return { linesAdded: added, linesRemoved: removed, diff };
 }
 
