@@ -7,7 +7,7 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { BODY_DIFF_LINES, cutLine, diffBundles, diffLines, estimateTokens, LINE_MAX, textChange, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
 import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
-import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
+import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewContent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 const plain = { red: (t: string) => t, yellow: (t: string) => t, dim: (t: string) => t, bold: (t: string) => t };
@@ -445,16 +445,13 @@ describe("skills diff", () => {
 });
 
 describe("diffBundles, in process: each kind of change an agent's model sees", () => {
-  const skill = (name: string, over: Partial<ReviewSkill> = {}): ReviewSkill => ({
+  const skill = (name: string, { description = `Does ${name}.`, body = `# ${name}\n`, fields = new Map(), resources = new Map(), ...over }: Partial<Omit<ReviewSkill, "content"> & ReviewContent> = {}): ReviewSkill => ({
     name,
     file: `skills/${name}/SKILL.md`,
     mode: "available",
     placement: "listed",
-    description: `Does ${name}.`,
     location: `/repo/skills/${name}/SKILL.md`,
-    body: `# ${name}\n`,
-    fields: new Map(),
-    resources: new Map(),
+    content: { description, body, fields, resources },
     ...over,
   });
   const agent = (skills: ReviewSkill[], over: Partial<ReviewAgent> = {}): ReviewAgent => ({

@@ -208,6 +208,45 @@ describe("review output has limits, and names every change first", () => {
     for (const format of ["pretty", "json"]) expect((await runCli(["diff", "before", "after", "--format", format], { cwd: dir })).code).toBe(0);
   });
 
+  it("a skill an agent lists twice is one skill of it, as skillbake writes it: its change shown once, and not added", async () => {
+    const twice = manifest({ coding: [{ name: "x", body: "new" }] }, (raw) => raw.agents.coding.skills.push(raw.agents.coding.skills[0]));
+    const dir = await bundles(manifest({ coding: [{ name: "x" }] }), twice);
+    const run = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(run.stdout.match(/Changed the body of x\b/g)).toHaveLength(1);
+    expect(run.stdout).not.toContain("Added x");
+  });
+
+  it("40,000 skills of one name (one from each of as many sources) pair up in linear time", async () => {
+    const count = 40_000;
+    const sources = (description: (index: number) => string) =>
+      manifest({ coding: [{ name: "x" }] }, (raw) => {
+        const file = (index: number) => `source-${index}/x/SKILL.md`;
+        raw.skills = Array.from({ length: count }, (_, index) => ({ ...raw.skills[0], description: description(index), file: file(index), location: file(index), hash: sha(file(index)) }));
+        raw.agents.coding.skills = Array.from({ length: count }, (_, index) => ({ name: "x", mode: "available", source: index, file: file(index), listed: true }));
+      });
+    const dir = await bundles(sources(() => "Does x."), sources((index) => (index === count - 1 ? "Does x, and more." : "Does x.")));
+    const started = performance.now();
+    const run = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(run.stdout).toContain("Changed the description of x");
+    expect(performance.now() - started).toBeLessThan(8_000);
+  });
+
+  it("one skill of 10,000 files in 4,000 agents: its files are compared once, not once per agent", async () => {
+    const agents = Object.fromEntries(Array.from({ length: 4_000 }, (_, index) => [`agent-${index}`, [{ name: "x" }]]));
+    const withFiles = (changed: string) =>
+      manifest(agents, (raw) => {
+        raw.skills[0].files.push(...Array.from({ length: 10_000 }, (_, index) => ({ path: `references/${index}.md`, sha256: sha(index === 5 ? changed : String(index)), size: 1 })));
+      });
+    const dir = await bundles(withFiles("before"), withFiles("after"));
+    const started = performance.now();
+    const run = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(run.stdout.match(/Changed the files of x: changed references\/5\.md/g)).toHaveLength(4_000);
+    expect(performance.now() - started).toBeLessThan(4_000);
+  });
+
   it("300,000 skills: no crash, and ten times the skills take about ten times as long, not a hundred", { timeout: 300_000 }, async () => {
     const seconds = async (count: number) => {
       const names = Array.from({ length: count }, (_, index) => `s${index}`);

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { stableJson } from "../bundle/parts.js";
 import { compareStrings } from "../compile/diagnostics.js";
-import type { Placement, ReviewAgent, ReviewManifest, ReviewSkill } from "./manifest.js";
+import type { Placement, ReviewAgent, ReviewContent, ReviewManifest, ReviewSkill } from "./manifest.js";
 
 // ---------------------------------------------------------------------------------------------------------
 // Line diff
@@ -323,7 +323,8 @@ export function diffBundles(before: ReviewManifest, after: ReviewManifest, token
     if (agents.some((agent) => agent.toolDescription !== undefined)) estimate = "the bundles record no token counts of the skill tool's description";
     else if (encodings.size === 1 && encoding !== undefined) counts = { encoding, before: recordedTokens(before), after: recordedTokens(after), tools: { before: new Map(), after: new Map() } };
   }
-  const agents = ids.map((id) => diffAgent(id, before.agents.get(id), after.agents.get(id), after.failed, counts));
+  const compare = contentComparison();
+  const agents = ids.map((id) => diffAgent(id, before.agents.get(id), after.agents.get(id), after.failed, counts, compare));
   const changed = agents.some((agent) => agent.status !== "unchanged");
   if (counts) return { changed, tokenEncoding: counts.encoding, agents };
   return { changed, tokenEstimate: estimate, agents };
@@ -367,7 +368,7 @@ function emptyAgentDiff(id: string, before: ReviewAgent | undefined, after: Revi
 
 const EMPTY_PROMPT_HASH = sha256("");
 
-function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAgent | undefined, failed: ReviewManifest["failed"], counts: PromptTokens | undefined): AgentDiff {
+function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAgent | undefined, failed: ReviewManifest["failed"], counts: PromptTokens | undefined, compare: CompareContents): AgentDiff {
   const diff = emptyAgentDiff(id, before, after, counts);
   const beforeSkills = before?.skills ?? new Map<string, ReviewSkill>();
   const afterSkills = after?.skills ?? new Map<string, ReviewSkill>();
@@ -381,7 +382,7 @@ function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAge
   for (const [key, now] of afterSkills) {
     const old = beforeSkills.get(key);
     if (!old) diff.added.push({ name: now.name, file: now.file, placement: now.placement });
-    else diffSkill(diff, old, now);
+    else diffSkill(diff, old, now, compare(old.content, now.content, now.name));
   }
   const lists = [diff.added, diff.removed, diff.moved, diff.descriptions, diff.bodies, diff.locations, diff.resources, diff.fields];
   for (const list of lists) list.sort((a, b) => compareStrings(a.name, b.name));
@@ -397,25 +398,56 @@ function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAge
   return diff;
 }
 
-function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill): void {
+function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill, changes: ContentChanges): void {
   const name = now.name;
   if (old.placement !== now.placement) diff.moved.push({ name, file: now.file, from: old.placement, to: now.placement });
-  if (old.description !== now.description) diff.descriptions.push({ name, before: old.description, after: now.description });
+  if (changes.description) diff.descriptions.push({ name, before: old.content.description, after: now.content.description });
+  if (changes.body) diff.bodies.push({ name, ...changes.body });
+  if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
+  if (changes.resources) diff.resources.push({ name, ...changes.resources });
+  if (changes.fields.length > 0) diff.fields.push({ name, changes: changes.fields });
+}
+
+/** What changed between two versions of a skill, whichever agents list it. */
+interface ContentChanges {
+  description: boolean;
+  body?: Omit<AgentDiff["bodies"][number], "name">;
+  resources?: Omit<AgentDiff["resources"][number], "name">;
+  fields: FieldChange[];
+}
+
+type CompareContents = (old: ReviewContent, now: ReviewContent, name: string) => ContentChanges;
+
+/**
+ * Compares two versions of a skill once per pair, however many agents list it (a manifest shares one content object
+ * per skill): a skill in a thousand agents costs one body diff, not a thousand.
+ */
+function contentComparison(): CompareContents {
+  const compared = new Map<ReviewContent, Map<ReviewContent, ContentChanges>>();
+  return (old, now, name) => {
+    let row = compared.get(old);
+    if (!row) compared.set(old, (row = new Map()));
+    let changes = row.get(now);
+    if (!changes) row.set(now, (changes = compareContents(old, now, name)));
+    return changes;
+  };
+}
+
+function compareContents(old: ReviewContent, now: ReviewContent, name: string): ContentChanges {
+  const changes: ContentChanges = { description: old.description !== now.description, fields: [] };
   if (old.body !== now.body) {
     const { linesAdded, linesRemoved, diff: lines } = textChange(old.body, now.body, name);
-    diff.bodies.push({ name, before: sha256(old.body), after: sha256(now.body), linesAdded, linesRemoved, diff: lines });
+    changes.body = { before: sha256(old.body), after: sha256(now.body), linesAdded, linesRemoved, diff: lines };
   }
-  if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
   const resources = mapChanges(old.resources, now.resources);
-  if (resources.added.length + resources.removed.length + resources.changed.length > 0) diff.resources.push({ name, ...resources });
-  const changes: FieldChange[] = [];
+  if (resources.added.length + resources.removed.length + resources.changed.length > 0) changes.resources = resources;
   for (const field of [...new Set([...old.fields.keys(), ...now.fields.keys()])].sort(compareStrings)) {
     if (field === "name" || field === "description") continue;
     const [was, is] = [old.fields.get(field), now.fields.get(field)];
     if (old.fields.has(field) === now.fields.has(field) && (was === is || (typeof was === "object" && typeof is === "object" && stableJson(was) === stableJson(is)))) continue;
-    changes.push({ field, ...(old.fields.has(field) ? { before: was } : {}), ...(now.fields.has(field) ? { after: is } : {}) });
+    changes.fields.push({ field, ...(old.fields.has(field) ? { before: was } : {}), ...(now.fields.has(field) ? { after: is } : {}) });
   }
-  if (changes.length > 0) diff.fields.push({ name, changes });
+  return changes;
 }
 
 /** The lines changed between two texts, and a unified diff of them cut after `BODY_DIFF_LINES` lines. */

@@ -14,18 +14,24 @@ import type { Mode } from "../compile/model.js";
 /** Where a skill stands in an agent's prompt: in the catalogue, inlined, hidden from the model, or dropped by the budget. */
 export type Placement = "listed" | "inline" | "hidden" | "dropped";
 
-export interface ReviewSkill {
-  name: string;
-  file: string;
-  mode: Mode;
-  placement: Placement;
+/** What a skill of the manifest is, whichever agents list it: one object per skill, which every entry of it shares. */
+export interface ReviewContent {
   description: string;
-  location: string;
   body: string;
   /** Frontmatter: the typed fields, then `extra`, by field name. */
   fields: Map<string, unknown>;
   /** sha256 of each file of the skill folder but SKILL.md, by path. */
   resources: Map<string, string>;
+}
+
+/** A skill as one agent lists it. */
+export interface ReviewSkill {
+  name: string;
+  file: string;
+  mode: Mode;
+  placement: Placement;
+  location: string;
+  content: ReviewContent;
 }
 
 export interface ReviewAgent {
@@ -86,25 +92,45 @@ export function parseManifest(value: unknown, label: string): ReviewManifest {
   const manifest = parsed.data;
   const skillsByFile = new Map<string, { skill: (typeof manifest.skills)[number]; index: number }>();
   manifest.skills.forEach((skill, index) => skillsByFile.set(skill.file, { skill, index }));
+  // Made on first use, once per skill however many agents list it: a manifest of agents × skills costs no more.
+  const contents: ReviewContent[] = [];
+  const contentOf = (index: number): ReviewContent => {
+    if (contents[index]) return contents[index];
+    const skill = manifest.skills[index]!;
+    const fields = new Map([...Object.entries(raw.skills[index]!.fields), ...Object.entries(raw.skills[index]!.extra)]);
+    const resources = new Map<string, string>();
+    for (const file of skill.files) if (file.path !== "SKILL.md") resources.set(file.path, file.sha256);
+    return (contents[index] = { description: skill.description, body: skill.body, fields, resources });
+  };
   const agents = new Map<string, ReviewAgent>();
   for (const [id, agent] of Object.entries(manifest.agents)) {
     const where = `${label}: agents.${id}`;
     if (agent.prompt !== `prompts/${id}.txt`) throw new ManifestError(`${where}.prompt: expected prompts/${id}.txt`);
     if (typeof agent.budget === "object" && !agent.tokens) throw new ManifestError(`${where} has a budget in tokens but no token counts`);
     const skills = new Map<string, ReviewSkill>();
+    const files = new Set<string>();
+    // The suffix to try next for each name listed more than once: each key is found in constant time.
+    const nextSuffix = new Map<string, number>();
     agent.skills.forEach((entry, index) => {
       const found = skillsByFile.get(entry.file);
       if (!found) throw new ManifestError(`${where}.skills[${index}].file: not among the manifest's skills`);
+      // One file is one skill of the agent (as skillbake writes it since it loads a file once, as Pi does): a second
+      // listing, from an older bundle or a forged one, adds nothing, and cannot multiply what review compares and prints.
+      if (files.has(entry.file)) return;
+      files.add(entry.file);
       const { skill } = found;
       if (entry.name !== skill.name) throw new ManifestError(`${where}.skills[${index}].name: not the name its file has in skills[${found.index}]`);
-      const fields = new Map([...Object.entries(raw.skills[found.index]!.fields), ...Object.entries(raw.skills[found.index]!.extra)]);
-      const hidden = fields.get("disable-model-invocation") === true;
+      const content = contentOf(found.index);
+      const hidden = content.fields.get("disable-model-invocation") === true;
       const placement: Placement = entry.mode === "inline" ? "inline" : entry.listed ? "listed" : hidden ? "hidden" : "dropped";
       let key = entry.name;
-      for (let n = 2; skills.has(key); n++) key = `${entry.name}#${n}`;
-      const resources = new Map<string, string>();
-      for (const file of skill.files) if (file.path !== "SKILL.md") resources.set(file.path, file.sha256);
-      skills.set(key, { name: entry.name, file: entry.file, mode: entry.mode, placement, description: skill.description, location: entry.location ?? skill.location, body: skill.body, fields, resources });
+      if (skills.has(key)) {
+        let n = nextSuffix.get(entry.name) ?? 2;
+        while (skills.has(`${entry.name}#${n}`)) n++;
+        key = `${entry.name}#${n}`;
+        nextSuffix.set(entry.name, n + 1);
+      }
+      skills.set(key, { name: entry.name, file: entry.file, mode: entry.mode, placement, location: entry.location ?? skill.location, content });
     });
     const contextHashes = agent.contextSha256 ? new Map(Object.entries(agent.contextSha256)) : new Map<string, string>();
     agents.set(id, {
