@@ -611,6 +611,22 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     expect(given.agents.map((diff) => [diff.id, diff.prompt.before.tokens, diff.prompt.after.tokens])).toEqual([["main", 3, 4], ["other", 0, 0]]);
   });
 
+  it("a change two agents share (one skill in each) shows its old → new text once, and names that agent under the other", () => {
+    const shared = { description: "New words.", body: "# s\nNew step.\n" };
+    const before = manifest({ coding: agent([skill("s")]), review: agent([skill("s")]) });
+    const after = manifest({ coding: agent([skill("s", shared)]), review: agent([skill("s", shared)]) });
+    const diff = diffBundles(before, after);
+    expect(diff.agents.map((agent) => agent.bodies.length)).toEqual([1, 1]); // the data keeps every agent's
+    const pretty = formatDiffPretty(diff, { before: "a", after: "b" }, plain);
+    expect(pretty.match(/\+New step\./g)).toHaveLength(1);
+    expect(pretty.match(/^ {6}\+ New words\.$/gm)).toHaveLength(1);
+    expect(pretty).toContain("  ~ Changed the description of s; the same change as under coding\n");
+    expect(pretty).toMatch(/ {2}~ Changed the body of s: \+1 -0 lines \(sha256 \w{8} → \w{8}\); the same change as under coding\n/);
+    const markdown = formatDiffMarkdown(diff, { limit: COMMENT_LIMIT });
+    expect(markdown.match(/<details>/g)).toHaveLength(2); // coding's description and body
+    expect(markdown).toContain("- Changed the description of `s`; the same change as under `coding`\n");
+  });
+
   it("markdown: the table (an agent id escaped for its cell), each agent's changes by name, details fenced past the longest run of backticks, tabs kept", () => {
     const id = "a|`b`";
     const before = manifest({ [id]: agent([skill("s", { description: "Plain." })]), quiet: agent([skill("q")]) });

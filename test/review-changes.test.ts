@@ -105,7 +105,7 @@ describe("skills diff names every change the model sees", () => {
   });
 
   it("the skill tool's description, for an agent whose catalogue is in the tool", () => {
-    expect(outputs.pretty).toMatch(/^tools: changed\n {2}~ Changed the description of fp-check\n[\s\S]*^ {2}~ Changed the skill tool's description: \+1 -1 lines\n {6}--- tool description \(before\)\n/m);
+    expect(outputs.pretty).toMatch(/^tools: changed\n {2}~ Changed the description of fp-check; the same change as under general\n[\s\S]*^ {2}~ Changed the skill tool's description: \+1 -1 lines\n {6}--- tool description \(before\)\n/m);
     expect(outputs.pretty).toMatch(/^ {6}\+ {4}<description>Systematically verifies .*Checks reachability/m);
     expect(agent("tools").toolDescription).toEqual({
       before: expect.stringContaining("fp-check"),

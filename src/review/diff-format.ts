@@ -43,18 +43,33 @@ function removalWords(reason: RemovalReason | undefined, code: (text: string) =>
   return `it failed ${code(reason.code)}: ${code(cutLine(reason.message, VALUE_MAX))}`;
 }
 
-function items(agent: AgentDiff, code: (text: string) => string): Item[] {
+/**
+ * The before/after blocks shown so far, by what they show, with the agent they were shown under: a change several
+ * agents share (one skill in each) is shown once, and named under the others.
+ */
+type ShownBlocks = Map<string, string>;
+
+function items(agent: AgentDiff, code: (text: string) => string, shown: ShownBlocks): Item[] {
   const list: Item[] = [];
   const name = (text: string) => code(cutLine(text, VALUE_MAX));
+  const once = (item: Item & { block: string[] }, key: string): Item => {
+    const first = shown.get(key);
+    if (first === undefined) {
+      shown.set(key, agent.id);
+      return item;
+    }
+    return { sign: item.sign, text: `${item.text}; the same change as under ${code(first)}` };
+  };
   for (const skill of agent.added) list.push({ sign: "+", text: `Added ${name(skill.name)} (${PLACEMENT_WORDS[skill.placement]})` });
   for (const skill of agent.removed) list.push({ sign: "-", text: `Removed ${name(skill.name)} (was ${PLACEMENT_WORDS[skill.placement]}): ${removalWords(skill.reason, code)}` });
   for (const { name: skill, from, to } of agent.moved) list.push({ sign: "~", text: movedText(name(skill), from, to) });
   for (const { name: skill, before, after } of agent.descriptions) {
-    list.push({ sign: "~", text: `Changed the description of ${name(skill)}`, block: [...blockLines("- ", before), ...blockLines("+ ", after)], summary: `description of ${name(skill)}` });
+    const item = { sign: "~" as const, text: `Changed the description of ${name(skill)}`, block: [...blockLines("- ", before), ...blockLines("+ ", after)], summary: `description of ${name(skill)}` };
+    list.push(once(item, JSON.stringify(["description", skill, before, after])));
   }
   for (const { name: skill, before, after, linesAdded, linesRemoved, diff } of agent.bodies) {
     const text = `Changed the body of ${name(skill)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})`;
-    list.push({ sign: "~", text, block: blockLines("", diff), summary: `body of ${name(skill)}` });
+    list.push(once({ sign: "~", text, block: blockLines("", diff), summary: `body of ${name(skill)}` }, JSON.stringify(["body", skill, before, after])));
   }
   for (const { name: skill, changes } of agent.fields) {
     const values = changes.filter((change) => (PERMISSION_FIELDS as readonly string[]).includes(change.field));
@@ -128,9 +143,10 @@ export function formatDiffPretty(diff: BundleDiff, labels: { before: string; aft
   const plain = (text: string) => escapeInvisible(text);
   const lines = [`${headline(diff)} (${fit(labels.before, plain, VALUE_MAX)} → ${fit(labels.after, plain, VALUE_MAX)})`];
   const units = budgetUnits(diff);
+  const shown: ShownBlocks = new Map();
   for (const agent of diff.agents) {
     lines.push("", style.bold(`${plain(agent.id)}: ${STATUS_WORDS[agent.status]}`));
-    for (const item of items(agent, plain)) {
+    for (const item of items(agent, plain, shown)) {
       lines.push(`  ${item.sign} ${item.text}`);
       for (const line of item.block ?? []) lines.push(`      ${line}`);
     }
@@ -178,8 +194,9 @@ export function formatDiffMarkdown(diff: BundleDiff, { limit, bytes = false, res
   }
   if (diff.tokenEstimate) out.add(["", `Tokens are estimated: ${escapeMarkdown(diff.tokenEstimate)}.`]);
   const details: { agent: AgentDiff; item: Item }[] = [];
+  const shown: ShownBlocks = new Map();
   for (const agent of diff.agents) {
-    const list = items(agent, codeSpan);
+    const list = items(agent, codeSpan, shown);
     if (list.length === 0) continue;
     out.add(["", `#### ${codeSpan(agent.id)} (${STATUS_WORDS[agent.status]})`, ""]);
     for (const item of list) {
