@@ -211,3 +211,18 @@ describe("frontmatter keys that are JavaScript's own names", () => {
     expect(Object.entries(metadata)).toEqual([["__proto__", "kept"], ["author", "me"]]);
   });
 });
+
+describe("a markdown agent's catalogue", () => {
+  it("puts a description of 500,000 spaces between two words on one line in linear time (it took minutes)", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { format: "markdown", skills: [{ root: "skills" }] } } }),
+      "skills/wide/SKILL.md": `---\nname: wide\ndescription: "Wide${" ".repeat(500_000)}words."\n---\nBody\n`,
+    });
+    const started = performance.now();
+    expect((await build({ cwd: dir })).written).toBe(true);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const prompt = await readFile(join(dir, "dist/skills/prompts/main.txt"), "utf8");
+    expect(prompt).toContain(`- wide: Wide${" ".repeat(500_000)}words.`);
+  });
+});

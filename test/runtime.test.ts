@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { beforeEach, describe, expect, it } from "vitest";
 import { renderInline, renderPrompt, type PromptSkill } from "../src/compile/render.js";
-import { applyArguments, createRuntime, deepFreeze, MAX_EXPANDED_LENGTH, SkillError, splitShellWords, type Runtime, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
+import { applyArguments, createRuntime, deepFreeze, MAX_EXPANDED_LENGTH, oneLine, SkillError, splitShellWords, type Runtime, type SkillFile, type SkillTable } from "../src/runtime/helpers.js";
 
 describe("splitShellWords", () => {
   it.each([
@@ -25,6 +25,24 @@ describe("splitShellWords", () => {
         expect(splitShellWords(words.join(" "))).toEqual(words);
       }),
     );
+  });
+});
+
+describe("oneLine", () => {
+  // The plain pattern: what oneLine gives, in time that grows with the square of a run of spaces.
+  const plainPattern = (text: string) => text.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, " ");
+
+  it("gives what the plain pattern gives: each run of whitespace that holds a line break (U+0085 too) as one space", () => {
+    const text = fc.array(fc.constantFrom(" ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\u0085", "\u00a0", "\u2028", "\u2029", "a", "b"), { maxLength: 24 }).map((parts) => parts.join(""));
+    fc.assert(fc.property(text, (value) => oneLine(value) === plainPattern(value)), { numRuns: 5_000 });
+    expect(oneLine("a \n\t b\u0085c")).toBe("a b c");
+  });
+
+  it("takes linear time over a long run of spaces with no line break (the plain pattern: 5 s for 100,000)", () => {
+    const started = performance.now();
+    expect(oneLine(`x${" ".repeat(1_000_000)}y`)).toHaveLength(1_000_002);
+    expect(oneLine(`x${" \u0085".repeat(200_000)}y`)).toBe(`x${" ".repeat(200_000)}y`);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 });
 
