@@ -40,6 +40,23 @@ describe("fixSkillFile", () => {
     expect(fix("---\ndescription: Does things.\n---\nBody\n", "2024").text).toBe('---\nname: "2024"\ndescription: Does things.\n---\nBody\n');
   });
 
+  it("keeps a comment after an empty name as the plain pattern did, and reads a line of many blanks in one pass", () => {
+    // The plain pattern, /^name:[ \t]*(?:""|''|~|null|Null|NULL)?([ \t]+#.*)?[ \t]*$/, kept group 1 after the name.
+    expect(fix("---\nname: ~   # later\ndescription: Does things.\n---\nBody\n").text).toContain("name: my-skill   # later\n");
+    expect(fix("---\nname:\t\t#c\ndescription: Does things.\n---\nBody\n").text).toContain("name: my-skill\t#c\n");
+    expect(fix("---\nname: null\ndescription: Does things.\n---\nBody\n").text).toContain("name: my-skill\n");
+    // A null whose blanks the plain pattern tried every way of splitting between its three runs: minutes for a megabyte.
+    const started = performance.now();
+    const { text } = fix(`---\nname:${" ".repeat(500_000)}!!null\ndescription: Does things.\n---\nBody\n`);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(text).toBe(`---\nname:${" ".repeat(500_000)}!!null\ndescription: Does things.\n---\nBody\n`); // not an empty name the fix knows
+    // Every line of a frontmatter YAML fails on is tried as a value to quote: that pattern took 3 s for 3,000 blanks.
+    const misread = `---\nname: my-skill\ndescription: Does things.\nk:${" ".repeat(300_000)}x\u2028y: z\nbad: [\n---\nBody\n`;
+    const again = performance.now();
+    expect(fix(misread).text).toBe(misread);
+    expect(performance.now() - again).toBeLessThan(2_000);
+  });
+
   it("leaves a name alone that a lookalike key may hold, and a name that is set", () => {
     expect(fix("---\nName: other\ndescription: Does things.\n---\nBody\n").fixes).toEqual([]);
     expect(fix("---\nname: Odd Name!\ndescription: Does things.\n---\nBody\n").fixes).toEqual([]);

@@ -95,7 +95,10 @@ function linkPath(written: string): string | undefined {
   const target = written.startsWith("<") ? written.slice(1, -1).trim() : written;
   if (target === "" || target.startsWith("#") || target.startsWith("/") || target.startsWith("\\") || /^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined;
   // `{baseDir}` is the skill folder in Claude Code; another placeholder (`{name}`, `${VAR}`) is a template, not a path.
-  let path = target.replace(/^\{baseDir\}\//, "").replace(/[?#].*$/, "");
+  let path = target.replace(/^\{baseDir\}\//, "");
+  // Up to a query or fragment (a search, not `/[?#].*$/`, which retries from every `?` of a long run before a U+2028).
+  const query = path.search(/[?#]/);
+  if (query >= 0) path = path.slice(0, query);
   if (/[{}$]/.test(path)) return undefined;
   try {
     path = decodeURIComponent(path);

@@ -3,6 +3,7 @@
  * shows, because it holds `: ` or ends in `:` (read as a nested mapping) or starts with an indicator character (`[`, `{`, `*`,
  * `&`, `!`, `@`, `` ` ``, `%`, read as syntax). The hint spells out the quoted line; `--fix` writes it.
  */
+import { trimEnd } from "./trim.js";
 
 /** A top-level `key: value` line whose value is such text. */
 export interface UnquotedValue {
@@ -15,14 +16,16 @@ export interface UnquotedValue {
   problem: { colon: number } | { indicator: string };
 }
 
-const KEY_AND_VALUE = /^([A-Za-z0-9_-]+):([ \t]+)(.*?)[ \t]*$/;
+/** Spaces after the colon taken whole (`(?![ \t])`), the rest to the line's end: one pass, however many spaces. */
+const KEY_AND_VALUE = /^([A-Za-z0-9_-]+):([ \t]+)(?![ \t])(.*)$/;
 const INDICATOR = /^[[{*&!@`%]/;
 
 /** The line's value when it is plain text YAML misreads; undefined for any other line. */
 export function unquotedValue(line: string): UnquotedValue | undefined {
   const match = KEY_AND_VALUE.exec(line);
   if (!match) return undefined;
-  const [, key, spaces, value] = match as unknown as [string, string, string, string];
+  const [, key, spaces, rest] = match as unknown as [string, string, string, string];
+  const value = trimEnd(rest, " \t");
   // Quoted or block values, and values with a comment (` #`: what the author meant is unclear), are not this case.
   if (value === "" || /^["'|>]/.test(value) || value.includes(" #")) return undefined;
   const column = key.length + 1 + spaces.length + 1;

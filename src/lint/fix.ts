@@ -103,11 +103,28 @@ function candidates(lines: readonly Line[], close: number, fields: readonly Fron
     if (!name) found.push({ code: "name-missing", index: 1, insert: true, text: `name: ${scalar}`, column: 1, message: message("added"), key: "name", value: folderName });
     else {
       const index = name.keyAt.line - 1;
-      const empty = /^name:[ \t]*(?:""|''|~|null|Null|NULL)?([ \t]+#.*)?[ \t]*$/.exec(lines[index]!.text);
-      if (empty) found.push({ code: "name-missing", index, insert: false, text: `name: ${scalar}${empty[1] ?? ""}`, column: 1, message: message("set"), key: "name", value: folderName });
+      const comment = emptyNameComment(lines[index]!.text);
+      if (comment !== undefined) found.push({ code: "name-missing", index, insert: false, text: `name: ${scalar}${comment}`, column: 1, message: message("set"), key: "name", value: folderName });
     }
   }
   return found.sort((a, b) => a.index - b.index);
+}
+
+/**
+ * `name:` with no value or an empty one (`""`, `''`, `~`, `null`), perhaps with a comment. Each run of blanks is taken
+ * whole (a lookahead's capture, matched again, cannot be backtracked into), so a long one costs one pass.
+ */
+const EMPTY_NAME = /^name:(?=([ \t]*))\1(?:(?:""|''|~|null|Null|NULL)(?=([ \t]*))\2)?((?<=[ \t])#.*)?$/;
+
+/**
+ * What a name set on such a line keeps of it: the comment, after the blanks that follow an empty value, or after one
+ * blank where there is no value (`name:   # c` becomes `name: x # c`); "" without one; undefined for another line.
+ */
+function emptyNameComment(line: string): string | undefined {
+  const match = EMPTY_NAME.exec(line);
+  if (!match) return undefined;
+  const [, beforeValue, afterValue, comment] = match as unknown as [string, string, string | undefined, string | undefined];
+  return comment === undefined ? "" : `${afterValue ?? beforeValue.slice(-1)}${comment}`;
 }
 
 function applyCandidate(lines: readonly Line[], candidate: Candidate): Line[] {
