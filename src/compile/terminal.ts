@@ -36,8 +36,9 @@ export function escapeInvisible(text: string, { keepTabs = false } = {}): string
  * `::error file=src/auth.ts::…` would be a forged annotation and `::add-mask::` or `::stop-commands::` would
  * tamper with the log.
  */
-const COMMAND_AT_LINE_START = /^([\s\x85]*):(?=:)/gm;
 const LEGACY_COMMAND = /##\[/g;
+const WHITESPACE = /[\s\x85]/;
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
 
 /**
  * Escapes, visibly and JSON-style, what would make a line of text a workflow command: the first colon of a
@@ -45,7 +46,28 @@ const LEGACY_COMMAND = /##\[/g;
  * through this, so skill text cannot forge one wherever it lands in a line.
  */
 export function escapeWorkflowCommands(text: string): string {
-  return text.replace(COMMAND_AT_LINE_START, "$1\\x3a").replace(LEGACY_COMMAND, "##\\x5b");
+  let escaped = "";
+  let kept = 0;
+  for (let at = text.indexOf("::"); at !== -1; at = text.indexOf("::", at + 1)) {
+    if (!atLineStart(text, at)) continue;
+    escaped += `${text.slice(kept, at)}\\x3a`;
+    kept = at + 1;
+  }
+  return (escaped + text.slice(kept)).replace(LEGACY_COMMAND, "##\\x5b");
+}
+
+/**
+ * Whether only whitespace stands between `at` and the start of its line. Looked for backwards from each `::`, so
+ * each run of whitespace is read once: a pattern anchored at every line start (`/^\s*:/m`) read a run of
+ * blank lines again from each of them.
+ */
+function atLineStart(text: string, at: number): boolean {
+  for (let index = at - 1; index >= 0; index--) {
+    const char = text[index]!;
+    if (LINE_BREAK.test(char)) return true;
+    if (!WHITESPACE.test(char)) return false;
+  }
+  return true;
 }
 
 /**
