@@ -21,6 +21,13 @@ describe("locate", () => {
   });
   it("{ base }: the base, a slash, the relative path", () => {
     expect(locate("/home/me/proj/skills/pdf/SKILL.md", "skills/pdf/SKILL.md", { base: "/srv/app/" })).toEqual({ location: "/srv/app/skills/pdf/SKILL.md", baseDir: "/srv/app/skills/pdf" });
+    expect(locate("/p/skills/pdf/SKILL.md", "skills/pdf/SKILL.md", { base: "/srv//" }).location).toBe("/srv/skills/pdf/SKILL.md");
+  });
+  it("{ base }: a base of many slashes before its end is read once (trimming them took the square of the run)", () => {
+    const base = `/srv${"/".repeat(500_000)}app`;
+    const started = performance.now();
+    expect(locate("/p/skills/pdf/SKILL.md", "skills/pdf/SKILL.md", { base }).location).toBe(`${base}/skills/pdf/SKILL.md`);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 });
 

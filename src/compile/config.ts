@@ -477,7 +477,7 @@ async function bundleConfig(file: string, kind: TranspiledConfig["kind"]): Promi
 }
 
 /** Each specifier a module's text imports (or exports) from, by `from "…"`, `import "…"` or `import("…")`. */
-const IMPORTED = /(?:\bfrom|\bimport)\s*\(?\s*["']([^"']+)["']/g;
+const IMPORTED = /(?:\bfrom|\bimport)\s*(?:\(\s*)?["']([^"']+)["']/g;
 
 /**
  * Whether `text` imports a package: a specifier that is no path, not `skillbake` and not one of Node's modules.

@@ -1,5 +1,6 @@
 import { posix } from "node:path";
 import type { Mode, SkillFields } from "./model.js";
+import { trimEnd } from "./trim.js";
 import { DEFAULT_TOOL, escapeXml, oneLine, renderInlineBlock, skillToolDescription, type ToolStyle } from "../runtime/helpers.js";
 
 export type LocationSetting = "absolute" | "relative" | { base: string };
@@ -66,7 +67,7 @@ export function locate(absoluteFile: string, displayFile: string, setting: Locat
     const slash = Math.max(absoluteFile.lastIndexOf("/"), absoluteFile.lastIndexOf("\\"));
     return { location: absoluteFile, baseDir: absoluteFile.slice(0, slash) };
   }
-  const location = setting === "relative" ? displayFile : `${setting.base.replace(/\/+$/, "")}/${basePath}`;
+  const location = setting === "relative" ? displayFile : `${trimEnd(setting.base, "/")}/${basePath}`;
   return { location, baseDir: posix.dirname(location) };
 }
 

@@ -5,6 +5,7 @@ import { resolveRoot, type LoadedConfig, type SourceConfig } from "./config.js";
 import type { Finding } from "./diagnostics.js";
 import { pathIn, type DiscoveredSkill, type RootListing } from "./discover.js";
 import { closest } from "./suggest.js";
+import { trimEnd } from "./trim.js";
 
 /** One source of one agent, with the root's listing and the skills of it the source builds. */
 export interface SourcePlan {
@@ -144,7 +145,7 @@ function nearbyFolder(root: string, written: string): string | undefined {
   }
   const match = closest(basename(root), names);
   if (match === undefined) return undefined;
-  const trimmed = written.replace(/\/+$/, "");
+  const trimmed = trimEnd(written, "/");
   const cut = trimmed.lastIndexOf("/");
   return cut < 0 ? match : `${trimmed.slice(0, cut + 1)}${match}`;
 }

@@ -9,6 +9,7 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import { createHash } from "node:crypto";
 import { linkBelow, openBundleFile } from "../bundle/emit.js";
 import { closest } from "../compile/suggest.js";
+import { trimEnd } from "../compile/trim.js";
 import { DEFAULT_TOKEN_ENCODING, TOKEN_ENCODINGS, tokenCounter, type TokenEncoding } from "../compile/tokens.js";
 import type { PromptTokens } from "./diff.js";
 import { ManifestError, parseManifest, type ReviewManifest } from "./manifest.js";
@@ -39,7 +40,7 @@ export function loadBundle(cwd: string, path: string, { allowMissing = false } =
   if (!stats) throw new ManifestError(`${label}: no such bundle${nearFolder(absolute, label)}; give a bundle folder (an outDir) or a manifest.json`);
   const isFolder = stats.isDirectory();
   const file = isFolder ? join(absolute, "manifest.json") : absolute;
-  const shown = isFolder ? `${label.replace(/[\\/]+$/, "")}/manifest.json` : label;
+  const shown = isFolder ? `${trimEnd(label, "\\/")}/manifest.json` : label;
   const text = readManifestText(file, shown, isFolder ? label : undefined);
   let json: unknown;
   try {
@@ -134,7 +135,7 @@ export async function countPromptTokens(before: LoadedBundle | undefined, after:
 /** `prompts/<id>.txt` of a bundle folder, read as `build --check` reads bundle files, and checked against the manifest's hash. */
 function readPrompt(side: LoadedBundle, id: string, sha256: string): string | undefined {
   const path = `prompts/${id}.txt`;
-  const shown = `${side.label.replace(/[\\/]+$/, "")}/${path}`;
+  const shown = `${trimEnd(side.label, "\\/")}/${path}`;
   const opened = openBundleFile(side.folder, path);
   if ("missing" in opened) return undefined;
   if ("notFollowed" in opened) throw new ManifestError(`${shown} is ${opened.notFollowed}`);
