@@ -53,6 +53,16 @@ describe("selectAgent", () => {
     expect(pick([first, second]).selected).toEqual(["0:eta:available", "0:zeta:available", "1:alpha:available"]);
   });
 
+  it("keeps one of each name of two catalogues that share 20,000 names, in linear time (a filter a name took seconds)", () => {
+    const names = Array.from({ length: 20_000 }, (_, index) => `skill-${index}`);
+    const views = ["base", "local"].map((root) => source({}, names.map((name) => skill(name, name, root)), root));
+    const started = performance.now();
+    const { selected } = selectAgent("main", views, "c", { duplicates: "last" });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(selected).toHaveLength(20_000);
+    expect(selected.every((entry) => entry.source === 1)).toBe(true);
+  });
+
   it("keeps the first of two same-named skills in one root, in path order", () => {
     const { selected, findings } = selectAgent("main", [source({}, [skill("twin", "a/twin"), skill("twin", "b/twin")])], "c");
     expect(selected.map((entry) => entry.skill.dir)).toEqual(["a/twin"]);

@@ -516,14 +516,20 @@ describe("8. resources and staging", () => {
         "b/deploy/SKILL.md": skillMd("deploy"),
         "b/deploy-2/SKILL.md": skillMd("deploy-2"),
         "b/odd/SKILL.md": skillMd("Odd Name!"),
+        "c/deploy/SKILL.md": skillMd("deploy"),
+        "c/deploy-4/SKILL.md": skillMd("deploy-4"),
+        "d/deploy/SKILL.md": skillMd("deploy"),
       },
-      { stage: true, location: "relative", agents: { main: { skills: [{ root: "a" }, { root: "b" }] } } },
+      { stage: true, location: "relative", agents: { main: { skills: [{ root: "a" }, { root: "b" }, { root: "c" }, { root: "d" }] } } },
     );
     expect(Object.fromEntries(built.manifest.skills.map((skill) => [skill.file, skill.staged]))).toEqual({
       "a/deploy/SKILL.md": "skills/deploy",
       "b/deploy-2/SKILL.md": "skills/deploy-2",
       "b/deploy/SKILL.md": "skills/deploy-3",
       "b/odd/SKILL.md": "skills/odd-name",
+      "c/deploy/SKILL.md": "skills/deploy-5",
+      "c/deploy-4/SKILL.md": "skills/deploy-4",
+      "d/deploy/SKILL.md": "skills/deploy-6",
     });
     expect(await readFile(join(built.out, "skills/deploy-3/SKILL.md"), "utf8")).toBe(skillMd("deploy"));
   });

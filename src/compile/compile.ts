@@ -864,20 +864,24 @@ function callFormat(format: FormatFunction, context: FormatContext, setting: str
 function stagingFolders(selected: readonly SelectedSkill[], parent: string): Map<string, string> {
   const folders = new Map<string, string>();
   const taken = new Set<string>();
-  const later: { file: string; base: string }[] = [];
+  // Skills whose base another holds, by file; and the suffix to try next for each base, so that thousands of one
+  // name are each given theirs in constant time.
+  const later = new Map<string, string>();
+  const nextSuffix = new Map<string, number>();
   for (const { skill } of selected) {
-    if (folders.has(skill.file) || later.some((entry) => entry.file === skill.file)) continue;
+    if (folders.has(skill.file) || later.has(skill.file)) continue;
     const base = NAME_PATTERN.test(skill.name) ? skill.name : suggestName(skill.name);
     if (taken.has(base)) {
-      later.push({ file: skill.file, base });
+      later.set(skill.file, base);
       continue;
     }
     taken.add(base);
     folders.set(skill.file, base);
   }
-  for (const { file, base } of later) {
-    let suffix = 2;
+  for (const [file, base] of later) {
+    let suffix = nextSuffix.get(base) ?? 2;
     while (taken.has(`${base}-${suffix}`)) suffix++;
+    nextSuffix.set(base, suffix + 1);
     taken.add(`${base}-${suffix}`);
     folders.set(file, `${base}-${suffix}`);
   }
