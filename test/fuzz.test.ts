@@ -179,6 +179,13 @@ const hostileSkill: fc.Arbitrary<Uint8Array> = fc.oneof(
     const many = Array.from({ length: Math.min(count, 60_000) }, (_, i) => `k${repeat ? i % 1000 : i}: ${i}`).join("\n");
     return frontmatter(`${"k".repeat(keyLength)}: 1\n${many}`.slice(0, MAX_SKILL_FILE_BYTES + 100));
   }),
+  // Long runs of blanks before a character `.` does not match, wherever a line pattern reads: a pattern whose
+  // quantifiers hand blanks to each other retries the run from each of them (3,000 spaces once took 3 s).
+  fc.record({ width: fc.integer({ min: 1, max: 200_000 }), blank: fc.constantFrom(" ", "\t", " \t"), stop: fc.constantFrom("\u2028", "\u2029", "\u0085", "#", "x"), place: fc.nat(6) }).map(({ width, blank, stop, place }) => {
+    const run = blank.repeat(Math.ceil(width / blank.length));
+    const lines = [`extra:${run}${stop}y`, `tags:\n  -${run}${stop}y`, `metadata:\n  k:${run}${stop}y`, `k:${run}x${stop}y: z\nbad: [`, `tags: [a${run}${stop}, b]`, `description2: a${run}${stop}`, `k: >\n  a${run}${stop}`];
+    return frontmatter(lines[place]!);
+  }),
   // A body full of NUL bytes and bidi controls, and a file just over the size limit.
   fc.integer({ min: 0, max: 2_000 }).map((size) => encoder.encode(skillMd("nul", "Has\0NUL\u202e.", "\0\u202e\u2066".repeat(size)))),
   fc.constant(new Uint8Array(MAX_SKILL_FILE_BYTES + 1).fill(0x61)),
