@@ -79,6 +79,19 @@ describe("--format github past what GitHub shows", () => {
     expect(formatGithub(annotations("error", 11)).split("\n").at(-1)).toMatch(/^::notice title=skillbake::11 errors: GitHub shows/);
   });
 
+  it("annotates the first 100 of a code in a file, and counts the rest in a plain line of the log", () => {
+    const many = Array.from({ length: 250 }, (_, i): Annotation => ({ severity: "warning", rule: "link-broken", file: "skills/x/SKILL.md", line: i + 1, message: `m${i}` }));
+    const other: Annotation = { severity: "error", rule: "yaml-invalid", file: "skills/y/SKILL.md", line: 1, message: "y" };
+    const lines = formatGithub([...many, other]).split("\n");
+    expect(lines.filter((line) => line.startsWith("::warning file=skills/x/SKILL.md,"))).toHaveLength(100);
+    expect(lines).toContain("skillbake: 150 more link-broken warnings in skills/x/SKILL.md are not shown; `--format json` lists every one.");
+    expect(lines).toContain("::error file=skills/y/SKILL.md,line=1,title=yaml-invalid::y");
+    expect(lines.at(-1)).toBe("::notice title=skillbake::1 error and 250 warnings: GitHub shows the first 10 of each kind on the pull request; this step's log lists them, up to 100 of a code in a file.");
+    // A file name cannot make the count line a workflow command of its own.
+    const forged = formatGithub(Array.from({ length: 101 }, (): Annotation => ({ severity: "warning", rule: "r", file: "a ##[error]b\n::error::c", message: "m" })));
+    expect(forged.split("\n").filter((line) => !line.startsWith("::warning ") && !line.startsWith("::notice "))).toEqual(["skillbake: 1 more r warning in a ##\\x5berror]b\\n::error::c is not shown; `--format json` lists every one."]);
+  });
+
   it("from the CLI: every finding a command, then the notice", async () => {
     const dir = await tempDir();
     const skills = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`skills/skill-${i}/SKILL.md`, skillMd(`other-${i}`)]));

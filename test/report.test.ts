@@ -4,7 +4,7 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { main } from "../src/cli/main.js";
 import type { Diagnostic } from "../src/compile/diagnostics.js";
-import { formatPretty, readSourceLines } from "../src/cli/report.js";
+import { formatPretty, readSourceLines, SHOWN_PER_FILE_AND_CODE } from "../src/cli/report.js";
 import { styleFor } from "../src/compile/terminal.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -58,13 +58,17 @@ describe("pretty diagnostics", () => {
     expect(frame[caret.indexOf("^")]).toBe("Y");
   });
 
-  it("print 200,000 findings of one file (a suppressions file a pull request filled) without exceeding the call stack", () => {
+  it("print 200,000 findings of one file (a suppressions file a pull request filled) without exceeding the call stack: the first 100 of a code, then their count", () => {
     const count = 200_000;
     const diagnostics: Diagnostic[] = Array.from({ length: count }, (_, index) => ({ code: "suppression-stale", severity: "warn", file: "skills-suppressions.json", line: 3 * index + 2, column: 5, message: `stale ${index}` }));
+    diagnostics.push({ code: "yaml-invalid", severity: "error", file: "skills-suppressions.json", line: 1, column: 1, message: "other" });
     const lines = formatPretty(diagnostics, plain).split("\n");
     expect(lines[0]).toBe("skills-suppressions.json");
-    expect(lines).toContain(`  ${String(3 * (count - 1) + 2)}:5  warning  stale ${count - 1}  [suppression-stale]`);
-    expect(lines).toContain(`  2:5       warning  stale 0  [suppression-stale]`);
+    expect(lines).toContain(`  2:5    warning  stale 0  [suppression-stale]`);
+    expect(lines).toContain(`  299:5  warning  stale 99  [suppression-stale]`);
+    expect(lines).toContain(`  1:1    error    other  [yaml-invalid]`);
+    expect(lines.filter((line) => line.includes("[suppression-stale]"))).toHaveLength(SHOWN_PER_FILE_AND_CODE);
+    expect(lines.at(-1)).toBe("  … 199,900 more suppression-stale warnings in this file (`--format json` lists every one)");
   });
 
   it("quote files as the parser read them: BOM removed, CR and CRLF as line breaks; nothing for unreadable or non-UTF-8 files", async () => {

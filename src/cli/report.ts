@@ -18,32 +18,64 @@ export type SourceLines = ReadonlyMap<string, readonly string[]>;
  * then a code frame when the file's lines are known (the line, a caret under the column), then its hint.
  */
 export function formatPretty(diagnostics: readonly Diagnostic[], style: Style, sources: SourceLines = new Map()): string {
-  const groups = new Map<string, Diagnostic[]>();
-  for (const diagnostic of diagnostics) {
-    const group = groups.get(diagnostic.file ?? "");
-    if (group) group.push(diagnostic);
-    else groups.set(diagnostic.file ?? "", [diagnostic]);
-  }
   const blocks: string[] = [];
-  for (const [file, group] of groups) {
-    const positions = group.map((diagnostic) => (diagnostic.line ? `${diagnostic.line}:${diagnostic.column ?? 1}` : ""));
+  for (const [file, group] of groupedBy(diagnostics, (diagnostic) => diagnostic.file ?? "")) {
+    const { shown, left } = firstOfEachCode(group, (diagnostic) => diagnostic.code);
+    const positions = shown.map((diagnostic) => (diagnostic.line ? `${diagnostic.line}:${diagnostic.column ?? 1}` : ""));
     // A reduce, not Math.max(...): a file may carry more findings than a call takes arguments.
     const width = positions.reduce((widest, position) => Math.max(widest, position.length), 0);
     const lines = file ? [style.bold(escapeInvisible(file))] : [];
-    group.forEach((diagnostic, index) => {
+    shown.forEach((diagnostic, index) => {
       const severity = diagnostic.severity === "error" ? style.red("error  ") : style.yellow("warning");
       const position = width > 0 ? `${style.dim(positions[index]!.padEnd(width))}  ` : "";
       lines.push(`  ${position}${severity}  ${escapeInvisible(diagnostic.message)}  ${style.dim(`[${diagnostic.code}]`)}`);
       // Several findings at one spot (name-invalid and name-mismatch, say) share the first one's frame.
-      const previous = group[index - 1];
+      const previous = shown[index - 1];
       const sameSpot = previous !== undefined && previous.line === diagnostic.line && previous.column === diagnostic.column;
       const sourceLine = diagnostic.line && !sameSpot ? sources.get(file)?.[diagnostic.line - 1] : undefined;
       if (sourceLine !== undefined) lines.push(...codeFrame(sourceLine, diagnostic.line!, diagnostic.column ?? 1, style));
       if (diagnostic.hint) lines.push(`    ${style.dim("hint:")} ${escapeInvisible(diagnostic.hint)}`);
     });
+    for (const { first, count } of left) lines.push(`  ${style.dim(`… ${moreOf(count, first.code, first.severity === "error" ? "error" : "warning")} in this file (\`--format json\` lists every one)`)}`);
     blocks.push(lines.join("\n"));
   }
   return blocks.join("\n\n");
+}
+
+/**
+ * Findings of one code a report shows for one file; one line counts the rest. A megabyte of SKILL.md can hold a
+ * finding every few bytes (250,000 broken links made 98 MB of report), and none past the first hundred tells more.
+ */
+export const SHOWN_PER_FILE_AND_CODE = 100;
+
+/** The first `SHOWN_PER_FILE_AND_CODE` of each code (by `codeOf`) of one file's findings, and how many of each are left. */
+function firstOfEachCode<T>(findings: readonly T[], codeOf: (finding: T) => string): { shown: T[]; left: { first: T; count: number }[] } {
+  const seen = new Map<string, { first: T; count: number }>();
+  const shown: T[] = [];
+  for (const finding of findings) {
+    const code = codeOf(finding);
+    const tally = seen.get(code) ?? { first: finding, count: 0 };
+    seen.set(code, tally);
+    if (++tally.count <= SHOWN_PER_FILE_AND_CODE) shown.push(finding);
+  }
+  const left = [...seen.values()].flatMap(({ first, count }) => (count > SHOWN_PER_FILE_AND_CODE ? [{ first, count: count - SHOWN_PER_FILE_AND_CODE }] : []));
+  return { shown, left };
+}
+
+/** `items` by `keyOf`, each group in the order its first item comes. */
+function groupedBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(keyOf(item));
+    if (group) group.push(item);
+    else groups.set(keyOf(item), [item]);
+  }
+  return groups;
+}
+
+/** "249,900 more link-broken warnings". */
+function moreOf(count: number, code: string, severity: "error" | "warning"): string {
+  return `${count.toLocaleString("en-US")} more ${code} ${severity}${count === 1 ? "" : "s"}`;
 }
 
 /** Characters of a source line a frame shows; a longer line is cut with "…", keeping the column in view. */
@@ -183,11 +215,20 @@ const ANNOTATIONS_SHOWN_PER_KIND = 10;
  * last notice says how many there are, so that a pull request's page does not look like it holds all of them.
  */
 export function formatGithub(annotations: readonly Annotation[]): string {
-  const commands = annotations.map(workflowCommand);
+  const commands: string[] = [];
+  let cut = false;
+  for (const [file, group] of groupedBy(annotations, (annotation) => annotation.file ?? "")) {
+    const { shown, left } = firstOfEachCode(group, (annotation) => annotation.rule);
+    for (const annotation of shown) commands.push(workflowCommand(annotation));
+    cut ||= left.length > 0;
+    // A plain line of the log, not an annotation: the count, where, and where to see them all.
+    for (const { first, count } of left) commands.push(escapeWorkflowCommands(escapeInvisible(`skillbake: ${moreOf(count, first.rule, first.severity)} in ${file || "the run"} ${count === 1 ? "is" : "are"} not shown; \`--format json\` lists every one.`)));
+  }
   const { errors, warnings } = countAnnotations(annotations);
   if (errors > ANNOTATIONS_SHOWN_PER_KIND || warnings > ANNOTATIONS_SHOWN_PER_KIND) {
     const counted = [counting(errors, "error"), counting(warnings, "warning")].filter(Boolean).join(" and ");
-    commands.push(`::notice title=skillbake::${counted}: GitHub shows the first ${ANNOTATIONS_SHOWN_PER_KIND} of each kind on the pull request; this step's log lists every one.`);
+    const log = cut ? `this step's log lists them, up to ${SHOWN_PER_FILE_AND_CODE} of a code in a file` : "this step's log lists every one";
+    commands.push(`::notice title=skillbake::${counted}: GitHub shows the first ${ANNOTATIONS_SHOWN_PER_KIND} of each kind on the pull request; ${log}.`);
   }
   return commands.join("\n");
 }
