@@ -247,6 +247,18 @@ describe("review output has limits, and names every change first", () => {
     expect(performance.now() - started).toBeLessThan(4_000);
   });
 
+  it("a long description changed in a skill 4,000 agents share: its old → new text is shown once, and not read again per agent", async () => {
+    const agents = Object.fromEntries(Array.from({ length: 4_000 }, (_, index) => [`agent-${index}`, [{ name: "x" }]]));
+    const described = (word: string) => manifest(agents, (raw) => (raw.skills[0].description = `${word} `.repeat(50_000)));
+    const dir = await bundles(described("old"), described("new"));
+    const started = performance.now();
+    const run = await runCli(["diff", "before", "after"], { cwd: dir });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(run.stdout.match(/Changed the description of x; the same change as under agent-0\n/g)).toHaveLength(3_999);
+    expect(run.stdout.length).toBeLessThan(1_000_000);
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
   it("300,000 skills: no crash, and ten times the skills take about ten times as long, not a hundred", { timeout: 300_000 }, async () => {
     const seconds = async (count: number) => {
       const names = Array.from({ length: count }, (_, index) => `s${index}`);

@@ -44,32 +44,42 @@ function removalWords(reason: RemovalReason | undefined, code: (text: string) =>
 }
 
 /**
- * The before/after blocks shown so far, by what they show, with the agent they were shown under: a change several
- * agents share (one skill in each) is shown once, and named under the others.
+ * The before/after blocks shown so far, with the agent each was shown under: a change several agents share (one
+ * skill in each) is shown once, and named under the others. By what changed (`description` or `body` and the
+ * skill's name), then the old and the new text (or hash): maps of the texts themselves, whose hashes a string keeps,
+ * so that a long text several agents share is not read again for each of them.
  */
-type ShownBlocks = Map<string, string>;
+type ShownBlocks = Map<string, Map<string, Map<string, string>>>;
+
+/** The agent a change was first shown under; undefined when this is the first, which `agent` is then recorded as. */
+function shownUnder(shown: ShownBlocks, what: string, before: string, after: string, agent: string): string | undefined {
+  let byBefore = shown.get(what);
+  if (!byBefore) shown.set(what, (byBefore = new Map()));
+  let byAfter = byBefore.get(before);
+  if (!byAfter) byBefore.set(before, (byAfter = new Map()));
+  const first = byAfter.get(after);
+  if (first === undefined) byAfter.set(after, agent);
+  return first;
+}
 
 function items(agent: AgentDiff, code: (text: string) => string, shown: ShownBlocks): Item[] {
   const list: Item[] = [];
   const name = (text: string) => code(cutLine(text, VALUE_MAX));
-  const once = (item: Item & { block: string[] }, key: string): Item => {
-    const first = shown.get(key);
-    if (first === undefined) {
-      shown.set(key, agent.id);
-      return item;
-    }
-    return { sign: item.sign, text: `${item.text}; the same change as under ${code(first)}` };
+  // The item with its block where the change is shown first; else its line, naming the agent that shows it.
+  const once = (what: string, before: string, after: string, item: { text: string; summary: string }, block: () => string[]): Item => {
+    const first = shownUnder(shown, what, before, after, agent.id);
+    return first === undefined ? { sign: "~", ...item, block: block() } : { sign: "~", text: `${item.text}; the same change as under ${code(first)}` };
   };
   for (const skill of agent.added) list.push({ sign: "+", text: `Added ${name(skill.name)} (${PLACEMENT_WORDS[skill.placement]})` });
   for (const skill of agent.removed) list.push({ sign: "-", text: `Removed ${name(skill.name)} (was ${PLACEMENT_WORDS[skill.placement]}): ${removalWords(skill.reason, code)}` });
   for (const { name: skill, from, to } of agent.moved) list.push({ sign: "~", text: movedText(name(skill), from, to) });
   for (const { name: skill, before, after } of agent.descriptions) {
-    const item = { sign: "~" as const, text: `Changed the description of ${name(skill)}`, block: [...blockLines("- ", before), ...blockLines("+ ", after)], summary: `description of ${name(skill)}` };
-    list.push(once(item, JSON.stringify(["description", skill, before, after])));
+    const item = { text: `Changed the description of ${name(skill)}`, summary: `description of ${name(skill)}` };
+    list.push(once(`description\0${skill}`, before, after, item, () => [...blockLines("- ", before), ...blockLines("+ ", after)]));
   }
   for (const { name: skill, before, after, linesAdded, linesRemoved, diff } of agent.bodies) {
-    const text = `Changed the body of ${name(skill)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})`;
-    list.push(once({ sign: "~", text, block: blockLines("", diff), summary: `body of ${name(skill)}` }, JSON.stringify(["body", skill, before, after])));
+    const item = { text: `Changed the body of ${name(skill)}: +${linesAdded} -${linesRemoved} lines (sha256 ${code(before.slice(0, 8))} → ${code(after.slice(0, 8))})`, summary: `body of ${name(skill)}` };
+    list.push(once(`body\0${skill}`, before, after, item, () => blockLines("", diff)));
   }
   for (const { name: skill, changes } of agent.fields) {
     const values = changes.filter((change) => (PERMISSION_FIELDS as readonly string[]).includes(change.field));

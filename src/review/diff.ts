@@ -117,10 +117,8 @@ function editsFromTrace(a: readonly string[], b: readonly string[], trace: reado
     if (down) edits.push({ op: "insert", line: b[--y]! });
     else edits.push({ op: "delete", line: a[--x]! });
   }
-  while (x > 0) {
-    y--;
-    edits.push({ op: "equal", line: a[--x]! });
-  }
+  // What is left is the common start, before the first edit.
+  while (x > 0) edits.push({ op: "equal", line: a[--x]! });
   return edits.reverse();
 }
 
