@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
-import { bodyLinks, brokenLinks } from "../src/compile/body-links.js";
+import { bodyLinks, brokenLinks, MAX_BROKEN_LINKS_NAMED } from "../src/compile/body-links.js";
 import { bodyLengthFinding } from "../src/compile/content-rules.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -90,6 +90,18 @@ describe("brokenLinks", () => {
       }),
       { numRuns: 500, seed: 7 },
     );
+  });
+});
+
+describe("brokenLinks past MAX_BROKEN_LINKS_NAMED", () => {
+  it("names the first 100 and counts the rest in one finding at the next: a file's findings stay bounded in every output", () => {
+    const links = Array.from({ length: 250 }, (_, index) => ({ path: `missing-${index}.md`, target: `missing-${index}.md`, line: index + 5, column: 3 }));
+    const findings = brokenLinks("s/SKILL.md", [{ path: "present.md", target: "present.md", line: 1, column: 1 }, ...links], ["SKILL.md", "present.md"]);
+    expect(findings).toHaveLength(MAX_BROKEN_LINKS_NAMED + 1);
+    expect(findings[99]).toMatchObject({ line: 104, message: 'the link "missing-99.md" names no file in the skill folder' });
+    expect(findings[100]).toMatchObject({ code: "link-broken", line: 105, column: 3, message: '150 more links name no file in the skill folder, from "missing-100.md" on (the first 100 are named above)' });
+    expect(brokenLinks("s/SKILL.md", links.slice(0, 101), [])[100]!.message).toMatch(/^1 more link names no file/);
+    expect(brokenLinks("s/SKILL.md", links.slice(0, 100), [])).toHaveLength(100);
   });
 });
 

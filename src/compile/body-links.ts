@@ -117,28 +117,47 @@ function linkPath(written: string): string | undefined {
 }
 
 /**
+ * Broken links of one SKILL.md that `link-broken` names one by one; one more finding counts the rest. A megabyte of
+ * body can hold 250,000 of them, each a finding in every report and in the manifest (100 MB of it).
+ */
+export const MAX_BROKEN_LINKS_NAMED = 100;
+
+/**
  * `link-broken`: the links that name no file of the skill folder (`files`, relative to it, as discovery listed
- * them; a folder counts when it holds a file), each once per target and line.
+ * them; a folder counts when it holds a file), in the order they come: the first `MAX_BROKEN_LINKS_NAMED`, then one
+ * finding, at the next, that counts those left.
  */
 export function brokenLinks(displayFile: string, links: readonly BodyLink[], files: readonly string[]): Finding[] {
   if (links.length === 0) return [];
   const present = new Set(files);
   const folders = foldersOf(files);
-  return links
-    .filter((link) => !present.has(link.path) && !folders.has(link.path.replace(/\/$/, "")))
-    .map((link) => {
-      const outside = link.path.startsWith("..");
-      return {
-        code: "link-broken",
-        file: displayFile,
-        line: link.line,
-        column: link.column,
-        message: outside ? `the link "${link.target}" leads out of the skill folder: a copy of the skill elsewhere will not have it` : `the link "${link.target}" names no file in the skill folder`,
-        hint: outside
-          ? "Copy what it links to into the skill folder (references/, say), or link to it by a web address."
-          : "Add the file, or correct the path: links are relative to the skill folder, where SKILL.md is.",
-      };
+  const broken = links.filter((link) => !present.has(link.path) && !folders.has(link.path.replace(/\/$/, "")));
+  const findings: Finding[] = broken.slice(0, MAX_BROKEN_LINKS_NAMED).map((link) => {
+    const outside = link.path.startsWith("..");
+    return {
+      code: "link-broken",
+      file: displayFile,
+      line: link.line,
+      column: link.column,
+      message: outside ? `the link "${link.target}" leads out of the skill folder: a copy of the skill elsewhere will not have it` : `the link "${link.target}" names no file in the skill folder`,
+      hint: outside
+        ? "Copy what it links to into the skill folder (references/, say), or link to it by a web address."
+        : "Add the file, or correct the path: links are relative to the skill folder, where SKILL.md is.",
+    };
+  });
+  const next = broken[MAX_BROKEN_LINKS_NAMED];
+  if (next) {
+    const left = broken.length - MAX_BROKEN_LINKS_NAMED;
+    findings.push({
+      code: "link-broken",
+      file: displayFile,
+      line: next.line,
+      column: next.column,
+      message: `${left.toLocaleString("en-US")} more ${left === 1 ? "link names" : "links name"} no file in the skill folder, from "${next.target}" on (the first ${MAX_BROKEN_LINKS_NAMED} are named above)`,
+      hint: "Fix or remove the links named above; each check names the next ones.",
     });
+  }
+  return findings;
 }
 
 /**
