@@ -99,7 +99,8 @@ describe("brokenLinks past MAX_BROKEN_LINKS_NAMED", () => {
     const findings = brokenLinks("s/SKILL.md", [{ path: "present.md", target: "present.md", line: 1, column: 1 }, ...links], ["SKILL.md", "present.md"]);
     expect(findings).toHaveLength(MAX_BROKEN_LINKS_NAMED + 1);
     expect(findings[99]).toMatchObject({ line: 104, message: 'the link "missing-99.md" names no file in the skill folder' });
-    expect(findings[100]).toMatchObject({ code: "link-broken", line: 105, column: 3, message: '150 more links name no file in the skill folder, from "missing-100.md" on (the first 100 are named above)' });
+    expect(findings[100]).toMatchObject({ code: "link-broken", line: 105, column: 3, count: 150, message: '150 more links name no file in the skill folder, from "missing-100.md" on (the first 100 are named above)' });
+    expect(findings.slice(0, 100).every((finding) => finding.count === undefined)).toBe(true);
     expect(brokenLinks("s/SKILL.md", links.slice(0, 101), [])[100]!.message).toMatch(/^1 more link names no file/);
     expect(brokenLinks("s/SKILL.md", links.slice(0, 100), [])).toHaveLength(100);
   });

@@ -29,10 +29,13 @@ describe("skills schema", () => {
       "skills/a/SKILL.md": `---\nname: a\ndescription: A.\nallowed-tools: Read Grep\ntags: [x]\nowner: me\n---\n\nBody\n`,
       "skills/b/SKILL.md": skillMd("b"),
       "skills/b/references/guide.md": "# Guide\n",
+      // A finding that counts others (its `count`).
+      "skills/c/SKILL.md": skillMd("c", "C.", Array.from({ length: 102 }, (_, index) => `[${index}](missing-${index}.md)`).join("\n")),
     });
     expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
     const manifest = JSON.parse(await readFile(join(dir, "dist/skills/manifest.json"), "utf8"));
     expect(manifest.diagnostics.map((diagnostic: { code: string }) => diagnostic.code)).toContain("pattern-unmatched");
+    expect(manifest.diagnostics.filter((diagnostic: { count?: number }) => diagnostic.count !== undefined)).toEqual([expect.objectContaining({ code: "link-broken", count: 2 })]);
 
     const validate = new Ajv2020({ strict: true, allErrors: true }).compile(await schema("manifest"));
     expect(validate(manifest), JSON.stringify(validate.errors)).toBe(true);

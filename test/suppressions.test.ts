@@ -168,6 +168,22 @@ describe("gating a vendored catalogue with skills-suppressions.json", () => {
     expect((await runCli(["check", "--max-warnings", "0"], { cwd: dir })).code).toBe(0);
   });
 
+  it("counts every broken link of a file past the 100 it names: one more link added later is reported", async () => {
+    const links = (count: number) => Array.from({ length: count }, (_, index) => `[l${index}](missing-${index}.md)`).join("\n");
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }] } } }), "skills/linky/SKILL.md": skillMd("linky", "Links.", links(150)) });
+    const recorded = await check({ cwd: dir, suppress: true });
+    expect(recorded.suppressed).toHaveLength(101);
+    expect(JSON.parse(await readFile(join(dir, "skills-suppressions.json"), "utf8"))).toEqual({ "skills/linky/SKILL.md": { "link-broken": { count: 150 } } });
+    expect((await check({ cwd: dir, maxWarnings: 0 })).ok).toBe(true);
+
+    await writeTree(dir, { "skills/linky/SKILL.md": skillMd("linky", "Links.", links(151)) });
+    const grown = await check({ cwd: dir, maxWarnings: 0 });
+    expect(grown.ok).toBe(false);
+    expect(grown.diagnostics.filter((diagnostic) => diagnostic.code === "link-broken")).toHaveLength(101);
+    expect(grown.diagnostics.at(-1)).toMatchObject({ count: 51, message: expect.stringMatching(/^51 more links/) });
+  });
+
   it("every output agrees: the exit code, github annotations, SARIF results, JSON and the job summary show what is not suppressed", async () => {
     const dir = await vendoredProject();
     expect((await runCli(["check", "--suppress"], { cwd: dir })).code).toBe(0);

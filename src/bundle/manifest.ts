@@ -130,6 +130,7 @@ export const manifestSchema = once(() => {
     endLine: z.number().int().positive().optional(),
     endColumn: z.number().int().positive().optional(),
     hint: z.string().optional(),
+    count: z.number().int().positive().optional().describe("How many findings of its code it stands for, itself included, when it counts those a rule does not name one by one."),
   });
 
   return z

@@ -155,6 +155,7 @@ export function brokenLinks(displayFile: string, links: readonly BodyLink[], fil
       column: next.column,
       message: `${left.toLocaleString("en-US")} more ${left === 1 ? "link names" : "links name"} no file in the skill folder, from "${next.target}" on (the first ${MAX_BROKEN_LINKS_NAMED} are named above)`,
       hint: "Fix or remove the links named above; each check names the next ones.",
+      count: left,
     });
   }
   return findings;

@@ -13,6 +13,11 @@ export interface Diagnostic {
   endLine?: number;
   endColumn?: number;
   hint?: string;
+  /**
+   * How many findings of its code this one stands for, itself included, when it counts others a rule does not name
+   * one by one (`link-broken` past a file's first 100): what suppressions count.
+   */
+  count?: number;
 }
 
 /** A diagnostic before the config's `rules` have decided its severity. */

@@ -83,14 +83,17 @@ export function writeSuppressions(path: string, suppressions: Suppressions): str
   return text;
 }
 
-/** Diagnostics counted per file and code; those about no file cannot be suppressed. */
+/**
+ * Diagnostics counted per file and code, a finding that counts others (`count`) as that many; those about no file
+ * cannot be suppressed.
+ */
 function countOf(diagnostics: readonly Diagnostic[]): Suppressions {
   const counts: Suppressions = new Map();
-  for (const { file, code } of diagnostics) {
+  for (const { file, code, count = 1 } of diagnostics) {
     if (file === undefined) continue;
     let codes = counts.get(file);
     if (!codes) counts.set(file, (codes = new Map()));
-    codes.set(code, (codes.get(code) ?? 0) + 1);
+    codes.set(code, (codes.get(code) ?? 0) + count);
   }
   return counts;
 }
