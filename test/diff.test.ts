@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { BODY_DIFF_LINES, cutLine, diffBundles, diffLines, estimateTokens, LINE_MAX, textChange, unifiedDiff, type AgentDiff } from "../src/review/diff.js";
-import { COMMENT_LIMIT, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
+import { COMMENT_LIMIT, formatDiffJson, formatDiffMarkdown, formatDiffPretty } from "../src/review/diff-format.js";
 import { EMPTY_MANIFEST, parseManifest, type ReviewAgent, type ReviewContent, type ReviewManifest, type ReviewSkill } from "../src/review/manifest.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
@@ -613,8 +613,10 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
 
   it("a change two agents share (one skill in each) shows its old → new text once, and names that agent under the other", () => {
     const shared = { description: "New words.", body: "# s\nNew step.\n" };
-    const before = manifest({ coding: agent([skill("s")]), review: agent([skill("s")]) });
-    const after = manifest({ coding: agent([skill("s", shared)]), review: agent([skill("s", shared)]) });
+    // One skill object per side, as a parsed manifest shares a skill's content among the agents that list it.
+    const [old, now] = [skill("s"), skill("s", shared)];
+    const before = manifest({ coding: agent([old]), review: agent([old]) });
+    const after = manifest({ coding: agent([now]), review: agent([now]) });
     const diff = diffBundles(before, after);
     expect(diff.agents.map((agent) => agent.bodies.length)).toEqual([1, 1]); // the data keeps every agent's
     const pretty = formatDiffPretty(diff, { before: "a", after: "b" }, plain);
@@ -625,6 +627,10 @@ describe("diffBundles, in process: each kind of change an agent's model sees", (
     const markdown = formatDiffMarkdown(diff, { limit: COMMENT_LIMIT });
     expect(markdown.match(/<details>/g)).toHaveLength(2); // coding's description and body
     expect(markdown).toContain("- Changed the description of `s`; the same change as under `coding`\n");
+    const [coding, review] = JSON.parse(formatDiffJson(diff)).agents;
+    expect(coding.descriptions).toEqual([{ name: "s", before: expect.any(String), after: "New words." }]);
+    expect(coding.bodies).toEqual([expect.objectContaining({ name: "s", linesAdded: 1, linesRemoved: 0 })]);
+    expect([review.descriptions, review.bodies]).toEqual([[{ name: "s", sameAs: "coding" }], [{ name: "s", sameAs: "coding" }]]);
   });
 
   it("markdown: the table (an agent id escaped for its cell), each agent's changes by name, details fenced past the longest run of backticks, tabs kept", () => {

@@ -257,6 +257,13 @@ describe("review output has limits, and names every change first", () => {
     expect(run.stdout.match(/Changed the description of x; the same change as under agent-0\n/g)).toHaveLength(3_999);
     expect(run.stdout.length).toBeLessThan(1_000_000);
     expect(performance.now() - started).toBeLessThan(3_000);
+    // As data too: whole once (600 KB), then named; given whole in each agent, 2.4 GB.
+    const json = await runCli(["diff", "before", "after", "--format", "json"], { cwd: dir });
+    expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(json.stdout.length).toBeLessThan(3_000_000);
+    const agentsOf = JSON.parse(json.stdout).agents as { descriptions: object[] }[];
+    expect(agentsOf[0]!.descriptions).toEqual([{ name: "x", before: expect.stringMatching(/^old /), after: expect.stringMatching(/^new /) }]);
+    expect(agentsOf.slice(1).every((agent) => JSON.stringify(agent.descriptions) === '[{"name":"x","sameAs":"agent-0"}]')).toBe(true);
   });
 
   it("300,000 skills: no crash, and ten times the skills take about ten times as long, not a hundred", { timeout: 300_000 }, async () => {

@@ -265,10 +265,28 @@ class Budgeted {
   }
 }
 
-/** `--format json`: the whole comparison, one document; strings are data, unescaped (a JSON parser reads them exactly). */
+/**
+ * `--format json`: the whole comparison, one document; strings are data, unescaped (a JSON parser reads them exactly).
+ * A skill's change that several agents share is given whole under the first and as `{ name, sameAs: <agent> }` under
+ * the others: a long description in a skill thousands of agents list is written once, not once per agent.
+ */
 export function formatDiffJson(diff: BundleDiff): string {
   const tokens = diff.tokenEncoding ? { tokenEncoding: diff.tokenEncoding } : { tokenEstimate: "ceil(characters / 4)", tokenEstimateReason: diff.tokenEstimate };
-  return JSON.stringify({ changed: diff.changed, ...tokens, agents: diff.agents }, null, 2);
+  const givenUnder = new Map<object, string>();
+  const once = <T extends { name: string }>(changes: readonly T[], agent: string): (T | { name: string; sameAs: string })[] =>
+    changes.map((change) => {
+      const first = givenUnder.get(change);
+      if (first === undefined) givenUnder.set(change, agent);
+      return first === undefined ? change : { name: change.name, sameAs: first };
+    });
+  const agents = diff.agents.map((agent) => ({
+    ...agent,
+    descriptions: once(agent.descriptions, agent.id),
+    bodies: once(agent.bodies, agent.id),
+    resources: once(agent.resources, agent.id),
+    fields: once(agent.fields, agent.id),
+  }));
+  return JSON.stringify({ changed: diff.changed, ...tokens, agents }, null, 2);
 }
 
 /** Real counts name their encoding; estimates say how they were made. */

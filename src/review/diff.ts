@@ -399,19 +399,22 @@ function diffAgent(id: string, before: ReviewAgent | undefined, after: ReviewAge
 function diffSkill(diff: AgentDiff, old: ReviewSkill, now: ReviewSkill, changes: ContentChanges): void {
   const name = now.name;
   if (old.placement !== now.placement) diff.moved.push({ name, file: now.file, from: old.placement, to: now.placement });
-  if (changes.description) diff.descriptions.push({ name, before: old.content.description, after: now.content.description });
-  if (changes.body) diff.bodies.push({ name, ...changes.body });
+  if (changes.description) diff.descriptions.push(changes.description);
+  if (changes.body) diff.bodies.push(changes.body);
   if (old.location !== now.location) diff.locations.push({ name, before: old.location, after: now.location });
-  if (changes.resources) diff.resources.push({ name, ...changes.resources });
-  if (changes.fields.length > 0) diff.fields.push({ name, changes: changes.fields });
+  if (changes.resources) diff.resources.push(changes.resources);
+  if (changes.fields) diff.fields.push(changes.fields);
 }
 
-/** What changed between two versions of a skill, whichever agents list it. */
+/**
+ * What changed between two versions of a skill, whichever agents list it: each agent that lists the skill holds
+ * these same objects (`formatDiffJson` gives each whole once).
+ */
 interface ContentChanges {
-  description: boolean;
-  body?: Omit<AgentDiff["bodies"][number], "name">;
-  resources?: Omit<AgentDiff["resources"][number], "name">;
-  fields: FieldChange[];
+  description?: AgentDiff["descriptions"][number];
+  body?: AgentDiff["bodies"][number];
+  resources?: AgentDiff["resources"][number];
+  fields?: AgentDiff["fields"][number];
 }
 
 type CompareContents = (old: ReviewContent, now: ReviewContent, name: string) => ContentChanges;
@@ -432,19 +435,22 @@ function contentComparison(): CompareContents {
 }
 
 function compareContents(old: ReviewContent, now: ReviewContent, name: string): ContentChanges {
-  const changes: ContentChanges = { description: old.description !== now.description, fields: [] };
+  const changes: ContentChanges = {};
+  if (old.description !== now.description) changes.description = { name, before: old.description, after: now.description };
   if (old.body !== now.body) {
     const { linesAdded, linesRemoved, diff: lines } = textChange(old.body, now.body, name);
-    changes.body = { before: sha256(old.body), after: sha256(now.body), linesAdded, linesRemoved, diff: lines };
+    changes.body = { name, before: sha256(old.body), after: sha256(now.body), linesAdded, linesRemoved, diff: lines };
   }
   const resources = mapChanges(old.resources, now.resources);
-  if (resources.added.length + resources.removed.length + resources.changed.length > 0) changes.resources = resources;
+  if (resources.added.length + resources.removed.length + resources.changed.length > 0) changes.resources = { name, ...resources };
+  const fields: FieldChange[] = [];
   for (const field of [...new Set([...old.fields.keys(), ...now.fields.keys()])].sort(compareStrings)) {
     if (field === "name" || field === "description") continue;
     const [was, is] = [old.fields.get(field), now.fields.get(field)];
     if (old.fields.has(field) === now.fields.has(field) && (was === is || (typeof was === "object" && typeof is === "object" && stableJson(was) === stableJson(is)))) continue;
-    changes.fields.push({ field, ...(old.fields.has(field) ? { before: was } : {}), ...(now.fields.has(field) ? { after: is } : {}) });
+    fields.push({ field, ...(old.fields.has(field) ? { before: was } : {}), ...(now.fields.has(field) ? { after: is } : {}) });
   }
+  if (fields.length > 0) changes.fields = { name, changes: fields };
   return changes;
 }
 
