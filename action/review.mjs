@@ -139,6 +139,11 @@ const steps = {
     }
     writeFileSync(files.diff, markdown.stdout);
     const json = spawnSync(cli("."), ["diff", ...compare, "--format", "json"], { encoding: "utf8", env: { ...env, GITHUB_STEP_SUMMARY: "" }, maxBuffer: 1 << 30 });
+    if (json.status !== 0) {
+      process.stderr.write(json.stderr);
+      failed();
+      return;
+    }
     const changed = JSON.parse(json.stdout).agents.filter((agent) => agent.status !== "unchanged").map((agent) => agent.id);
     output("diff-file", files.diff);
     output("changed", changed.length > 0 ? "true" : "false");
