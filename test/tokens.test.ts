@@ -9,7 +9,7 @@ import o200kRanks from "gpt-tokenizer/bpeRanks/o200k_base";
 import cl100kRanks from "gpt-tokenizer/bpeRanks/cl100k_base";
 import { CL100K_TOKEN_SPLIT_REGEX, O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
 import { BpeCounter } from "../src/compile/bpe.js";
-import { tokenCounter, type TokenEncoding } from "../src/compile/tokens.js";
+import { LINE_END, tokenCounter, type TokenEncoding } from "../src/compile/tokens.js";
 import { runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** A SKILL.md whose description is written as a YAML double-quoted string (JSON is one). */
@@ -46,6 +46,20 @@ describe("counting a line at a time", () => {
   it("sums to the whole count for text made of the characters the tokenizers' patterns treat apart", async () => {
     const piece = fc.constantFrom(" ", "  ", "\n", "\r\n", "\r", "\t", "/", "//", "<", ">", "a", "Ab", "DE", "x1", "123", "4567", "'s", "'LL", "é", "\u00a0", "\u2028", "😀", ".", "-", "<skill>", "</skill>", "  <name>", "\n\n", " \n", "\n ", "\n/");
     await fc.assert(fc.asyncProperty(fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join("")), sumsToWhole), { numRuns: 1500 });
+  });
+
+  it("counts each line of a text in one pass as it counts the line alone (what a first count remembers)", () => {
+    const counters = { o200k_base: new BpeCounter(o200kRanks, O200K_TOKEN_SPLIT_REGEX), cl100k_base: new BpeCounter(cl100kRanks, CL100K_TOKEN_SPLIT_REGEX) };
+    const piece = fc.constantFrom(" ", "  ", "\n", "\r\n", "\r", "\t", "/", "//", "<", ">", "a", "Ab", "DE", "x1", "123", "'s", "'LL", "é", "\u00a0", "\u2028", "😀", ".", "-", "<skill>", "  <name>", "\n\n", " \n", "\n ", "\n/", "\n  /");
+    const lineEnds = new RegExp(LINE_END, "g");
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 60 }).map((pieces) => pieces.join("")), (text) => {
+        const ends = [...[...text.matchAll(lineEnds)].map((match) => match.index + 1), text.length];
+        const lines = ends.map((end, index) => text.slice(index === 0 ? 0 : ends[index - 1], end));
+        for (const [encoding, counter] of Object.entries(counters)) expect(counter.countParts(text, ends)).toEqual(lines.map(ENCODINGS[encoding as TokenEncoding]));
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it("sums to the whole count for real skill text, and remembers a catalogue line by line", async () => {

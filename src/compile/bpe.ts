@@ -59,21 +59,35 @@ export class BpeCounter {
   /** The tokens of `text`, every special token's text counted as plain text. */
   count(text: string): number {
     let total = 0;
-    for (const [piece] of text.matchAll(this.pattern)) {
-      const bytes = ASCII.test(piece) ? piece : latin1(piece);
-      if (bytes.length > WINDOW) {
-        total += this.countLong(bytes) ?? this.encode(bytes).length;
-        continue;
-      }
-      let tokens = this.pieceCounts.get(bytes);
-      if (tokens === undefined) {
-        tokens = this.encode(bytes).length;
-        if (this.pieceCounts.size >= MEMO_ENTRIES) this.pieceCounts.clear();
-        this.pieceCounts.set(bytes, tokens);
-      }
-      total += tokens;
-    }
+    for (const [piece] of text.matchAll(this.pattern)) total += this.pieceTokens(piece);
     return total;
+  }
+
+  /**
+   * The tokens of each part of `text`, `ends` giving where each part ends (ascending, the last the text's length),
+   * in one pass over it: each part's `count` alone, where no piece of the pattern reaches across an end (the
+   * pattern looks ahead, never back; see LINE_END in tokens.ts).
+   */
+  countParts(text: string, ends: readonly number[]): number[] {
+    const counts = ends.map(() => 0);
+    let part = 0;
+    for (const match of text.matchAll(this.pattern)) {
+      while (part < ends.length - 1 && match.index >= ends[part]!) part++;
+      counts[part]! += this.pieceTokens(match[0]);
+    }
+    return counts;
+  }
+
+  private pieceTokens(piece: string): number {
+    const bytes = ASCII.test(piece) ? piece : latin1(piece);
+    if (bytes.length > WINDOW) return this.countLong(bytes) ?? this.encode(bytes).length;
+    let tokens = this.pieceCounts.get(bytes);
+    if (tokens === undefined) {
+      tokens = this.encode(bytes).length;
+      if (this.pieceCounts.size >= MEMO_ENTRIES) this.pieceCounts.clear();
+      this.pieceCounts.set(bytes, tokens);
+    }
+    return tokens;
   }
 
   /** A long piece's tokens, a window at a time (see above); undefined when the windows keep failing to join. */

@@ -22,22 +22,25 @@ const { ranks, patterns, pattern, lineEnd } = workerData as TokenWorkerData;
 const DIGEST_LENGTH = 11;
 const lineEnds = new RegExp(lineEnd, "g");
 
-let countTokens: (text: string) => number;
+let loaded: BpeCounter | undefined;
+let loadError: unknown;
 try {
   // Required at run time from the installed package: megabytes of ranks, never bundled.
-  const counter = new BpeCounter((require(ranks) as { default: TokenRanks }).default, (require(patterns) as Record<string, RegExp>)[pattern]!);
-  countTokens = (text) => counter.count(text);
+  loaded = new BpeCounter((require(ranks) as { default: TokenRanks }).default, (require(patterns) as Record<string, RegExp>)[pattern]!);
 } catch (error) {
-  countTokens = () => {
-    throw error;
-  };
+  loadError = error;
+}
+/** The encoding's counter; a failure to load it is each count's error. */
+function counter(): BpeCounter {
+  if (!loaded) throw loadError;
+  return loaded;
 }
 
 /** Tokens by line, each line named by its digest: what an earlier build left costs little to keep and to load. */
 const known = new Map<string, number>();
 let used = new Map<string, number>();
-/** Texts counted whole whose lines are still to be remembered. */
-let unsplit: string[] = [];
+/** Texts counted whole, with where their lines end and each line's tokens, whose lines are still to be remembered. */
+let unsplit: { text: string; ends: number[]; counts: number[] }[] = [];
 // Node's one-shot digest (20.12 and later) costs a third as much a line as a Hash object: ~50,000 lines at 10,000 skills.
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: "base64") => string }).hash;
 const digest = (line: string) => (oneShotHash ? oneShotHash("sha256", line, "base64") : crypto.createHash("sha256").update(line).digest("base64")).slice(0, DIGEST_LENGTH);
@@ -49,11 +52,19 @@ function remember(text: string): void {
   }
 }
 
+/** Where each line of `text` ends, the last at the text's end (a line break is the last character of its line; "" is one empty line). */
+function lineEndsOf(text: string): number[] {
+  const ends: number[] = [];
+  for (const match of text.matchAll(lineEnds)) ends.push(match.index + 1);
+  ends.push(text.length); // LINE_END looks ahead for more than a line break: it never matches at the end
+  return ends;
+}
+
 function countLine(line: string): number {
   const key = digest(line);
   let tokens = known.get(key);
   if (tokens === undefined) {
-    tokens = countTokens(line);
+    tokens = counter().count(line);
     known.set(key, tokens);
   }
   used.set(key, tokens);
@@ -63,23 +74,37 @@ function countLine(line: string): number {
 function byLines(text: string): number {
   let total = 0;
   let start = 0;
-  for (const match of text.matchAll(lineEnds)) {
-    total += countLine(text.slice(start, match.index + 1));
-    start = match.index + 1;
+  for (const end of lineEndsOf(text)) {
+    total += countLine(text.slice(start, end));
+    start = end;
   }
-  return start < text.length || text === "" ? total + countLine(text.slice(start)) : total;
+  return total;
 }
 
+/** Remembers the lines of the texts counted whole, by their tokens counted then. */
 function split(): void {
-  for (const text of unsplit) byLines(text);
+  for (const { text, ends, counts } of unsplit) {
+    let start = 0;
+    ends.forEach((end, index) => {
+      const key = digest(text.slice(start, end));
+      known.set(key, counts[index]!);
+      used.set(key, counts[index]!);
+      start = end;
+    });
+  }
   unsplit = [];
 }
 
-/** A count with nothing to reuse is made whole (faster than line by line), its lines remembered while the worker is idle. */
+/**
+ * A count with nothing to reuse is made in one pass over the text, each line's tokens kept (what counting the lines
+ * one by one gives, and faster): their digests are taken while the worker is idle.
+ */
 function count(text: string): number {
   if (known.size > 0) return byLines(text);
-  unsplit.push(text);
-  return countTokens(text);
+  const ends = lineEndsOf(text);
+  const counts = counter().countParts(text, ends);
+  unsplit.push({ text, ends, counts });
+  return counts.reduce((total, tokens) => total + tokens, 0);
 }
 
 parentPort!.on("message", (message: { known?: string; id: number; texts?: string[]; used?: true }) => {

@@ -34,7 +34,7 @@ export interface TokenCounter {
  * pattern (o200k_base, cl100k_base) reaches across such a point, and the patterns look ahead, never back.
  * test/tokens.test.ts checks the rule against whole counts, with random and with real text.
  */
-const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
+export const LINE_END = String.raw`\n(?=[^\S\r\n]*[^\s/]|[^\S\r\n]+\/)`;
 
 /** The script of the token-counting worker (src/compile/token-worker.ts and what it imports), put in by the build (scripts/embedded-text.mjs). */
 declare const __SKILLBAKE_TOKEN_WORKER__: string;
