@@ -39,7 +39,7 @@ export class BpeCounter {
   private pairs: (Map<number, number> | undefined)[] = [];
   /** Entries of both, which start over past `MEMO_ENTRIES` times ten (random text makes a new pair a byte). */
   private pairEntries = 0;
-  /** Tokens of each short piece, and of each window. */
+  /** Tokens of each short piece (by its text), and of each window (by its bytes). */
   private readonly pieceCounts = new Map<string, number>();
   private readonly windowTokens = new Map<string, number[]>();
   private heap = new Float64Array(1024);
@@ -78,15 +78,15 @@ export class BpeCounter {
     return counts;
   }
 
+  /** A piece's tokens, short pieces remembered by their text (most of a prompt's pieces come again and again). */
   private pieceTokens(piece: string): number {
+    const known = this.pieceCounts.get(piece);
+    if (known !== undefined) return known;
     const bytes = ASCII.test(piece) ? piece : latin1(piece);
     if (bytes.length > WINDOW) return this.countLong(bytes) ?? this.encode(bytes).length;
-    let tokens = this.pieceCounts.get(bytes);
-    if (tokens === undefined) {
-      tokens = this.encode(bytes).length;
-      if (this.pieceCounts.size >= MEMO_ENTRIES) this.pieceCounts.clear();
-      this.pieceCounts.set(bytes, tokens);
-    }
+    const tokens = this.encode(bytes).length;
+    if (this.pieceCounts.size >= MEMO_ENTRIES) this.pieceCounts.clear();
+    this.pieceCounts.set(piece, tokens);
     return tokens;
   }
 
