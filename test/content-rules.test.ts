@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { check } from "../src/api.js";
 import { bodyLinks, brokenLinks, MAX_BROKEN_LINKS_NAMED } from "../src/compile/body-links.js";
-import { bodyLengthFinding } from "../src/compile/content-rules.js";
+import { bodyLengthFinding, descriptionDuplicates } from "../src/compile/content-rules.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 describe("bodyLinks", () => {
@@ -103,6 +103,30 @@ describe("brokenLinks past MAX_BROKEN_LINKS_NAMED", () => {
     expect(findings.slice(0, 100).every((finding) => finding.count === undefined)).toBe(true);
     expect(brokenLinks("s/SKILL.md", links.slice(0, 101), [])[100]!.message).toMatch(/^1 more link names no file/);
     expect(brokenLinks("s/SKILL.md", links.slice(0, 100), [])).toHaveLength(100);
+  });
+});
+
+describe("description-duplicate", () => {
+  const view = (id: string, names: string[]) => ({ id, prompt: "", skills: names.map((name) => ({ name, description: "Same words.", file: `skills/${name}/SKILL.md` })) });
+
+  it("reports a pair once, naming every agent that lists both: the first three, then how many more", async () => {
+    const dir = await tempDir();
+    const agents = Object.fromEntries(["coding", "review", "chat", "ops", "docs"].map((id) => [id, { skills: [{ root: "skills" }] }]));
+    await writeTree(dir, { "skills.config.json": JSON.stringify({ agents }), "skills/one/SKILL.md": skillMd("one", "Same words."), "skills/two/SKILL.md": skillMd("two", "Same words.") });
+    const found = (await check({ cwd: dir })).diagnostics.filter((diagnostic) => diagnostic.code === "description-duplicate");
+    expect(found.map(({ file, message }) => ({ file, message }))).toEqual([
+      { file: "skills/two/SKILL.md", message: 'agents "coding", "review", "chat" and 2 more: "two" has the same description as "one" (skills/one/SKILL.md), so the model cannot tell which to use' },
+    ]);
+    expect(descriptionDuplicates([view("a", ["x", "y"]), view("b", ["x", "y", "z"])]).map((finding) => finding.message.split(":")[0])).toEqual(['agents "a" and "b"', 'agent "b"']);
+  });
+
+  it("stays one finding a pair however many agents share it: 500 agents over 500 skills of one description", () => {
+    const names = Array.from({ length: 500 }, (_, index) => `s${index}`);
+    const started = performance.now();
+    const findings = descriptionDuplicates(Array.from({ length: 500 }, (_, index) => view(`agent-${index}`, names)));
+    expect(findings).toHaveLength(499);
+    expect(findings[0]!.message).toMatch(/^agents "agent-0", "agent-1", "agent-2" and 497 more: "s1" has the same description as "s0"/);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
 

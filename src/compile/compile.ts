@@ -15,7 +15,7 @@ import { FileSystemError } from "./fs-error.js";
 import { RealPaths } from "./real-paths.js";
 import { hashInWorker, hashOutcome, identityKey, isSameFile, PATH_CHANGED, sha256Hex, type FileIdentity, type FileStats, type HashOutcome, type HashRequest, type SkillFile } from "./resources.js";
 import { brokenLinks } from "./body-links.js";
-import { agentContentFindings, bodyLengthFinding, mayReachTokenLimit } from "./content-rules.js";
+import { bodyLengthFinding, descriptionDuplicates, mayReachTokenLimit, promptLengthFinding } from "./content-rules.js";
 import { agentSkillsFindings } from "./agentskills.js";
 import { selectAgent, type RootSkill, type SelectedSkill, type SourceView } from "./select.js";
 import { servedSkills } from "./serving.js";
@@ -184,7 +184,11 @@ export async function compile(loaded: LoadedConfig, options: CompileOptions = {}
     ),
   );
 
-  for (const agent of agents) append(findings, agentContentFindings(agent, context.configFile));
+  append(findings, descriptionDuplicates(agents));
+  for (const agent of agents) {
+    const tooLong = promptLengthFinding(agent, context.configFile);
+    if (tooLong) findings.push(tooLong);
+  }
   if (ruleOnAnywhere(config, "body-too-long")) append(findings, await bodyLengthFindings([...validByFile.values()], encoding));
   const hashed = new Map<string, HashOutcome>();
   for (const [path, outcome] of (await hashedInWorker?.()) ?? []) if ("sha256" in outcome) hashed.set(identityKey(verified.get(path)!), outcome);

@@ -23,35 +23,57 @@ interface AgentView {
   skills: readonly { name: string; description: string; file: string }[];
 }
 
-/** `description-duplicate` and `prompt-too-long` for one agent; `configFile` is where agent-wide findings point. */
-export function agentContentFindings(agent: AgentView, configFile: string): Finding[] {
-  const findings: Finding[] = [];
-  const first = new Map<string, { name: string; file: string }>();
-  for (const skill of agent.skills) {
-    const description = skill.description.trim();
-    const earlier = first.get(description);
-    if (!earlier) {
-      first.set(description, skill);
-      continue;
+/** Agents a `description-duplicate` names before it counts the rest. */
+const AGENTS_NAMED = 3;
+
+/**
+ * `description-duplicate`: a skill whose description an earlier skill of an agent has, once for every agent that
+ * lists both (two agents over one root share their duplicates: a finding each would repeat it per agent).
+ */
+export function descriptionDuplicates(agents: readonly AgentView[]): Finding[] {
+  const pairs = new Map<string, { skill: AgentView["skills"][number]; earlier: { name: string; file: string }; agents: string[] }>();
+  for (const agent of agents) {
+    const first = new Map<string, { name: string; file: string }>();
+    for (const skill of agent.skills) {
+      const description = skill.description.trim();
+      const earlier = first.get(description);
+      if (!earlier) {
+        first.set(description, skill);
+        continue;
+      }
+      // One skill reached twice, or two of one name (`duplicate-name`, `duplicate-across-sources` report those).
+      if (earlier.file === skill.file || earlier.name === skill.name) continue;
+      const key = `${skill.file}\0${earlier.file}`;
+      const pair = pairs.get(key);
+      if (pair) pair.agents.push(agent.id);
+      else pairs.set(key, { skill, earlier, agents: [agent.id] });
     }
-    // One skill reached twice, or two of one name (`duplicate-name`, `duplicate-across-sources` report those).
-    if (earlier.file === skill.file || earlier.name === skill.name) continue;
-    findings.push({
-      code: "description-duplicate",
-      file: skill.file,
-      message: `agent "${agent.id}": "${skill.name}" has the same description as "${earlier.name}" (${earlier.file}), so the model cannot tell which to use`,
-      hint: "Say in each description what sets the skill apart and when to use it rather than the other.",
-    });
   }
-  if (agent.prompt.length > MAX_PROMPT_CHARACTERS) {
-    findings.push({
-      code: "prompt-too-long",
-      file: configFile,
-      message: `agent "${agent.id}": the prompt is ${withThousands(agent.prompt.length)} characters, over ${withThousands(MAX_PROMPT_CHARACTERS)} (about a quarter of that in tokens, sent with every request)`,
-      hint: "Give the agent fewer skills (`available` patterns, `allow`), move inline skills to available, or set a `budget` for its catalogue.",
-    });
-  }
-  return findings;
+  return [...pairs.values()].map(({ skill, earlier, agents: ids }) => ({
+    code: "description-duplicate",
+    file: skill.file,
+    message: `${agentsNamed(ids)}: "${skill.name}" has the same description as "${earlier.name}" (${earlier.file}), so the model cannot tell which to use`,
+    hint: "Say in each description what sets the skill apart and when to use it rather than the other.",
+  }));
+}
+
+/** `agent "a"`, `agents "a" and "b"`, `agents "a", "b", "c" and 4 more`. */
+function agentsNamed(ids: readonly string[]): string {
+  const quoted = ids.slice(0, AGENTS_NAMED).map((id) => `"${id}"`);
+  if (ids.length === 1) return `agent ${quoted[0]}`;
+  const rest = ids.length - AGENTS_NAMED;
+  return rest > 0 ? `agents ${quoted.join(", ")} and ${withThousands(rest)} more` : `agents ${quoted.slice(0, -1).join(", ")} and ${quoted.at(-1)}`;
+}
+
+/** `prompt-too-long` for one agent; `configFile` is where it points. */
+export function promptLengthFinding(agent: AgentView, configFile: string): Finding | undefined {
+  if (agent.prompt.length <= MAX_PROMPT_CHARACTERS) return undefined;
+  return {
+    code: "prompt-too-long",
+    file: configFile,
+    message: `agent "${agent.id}": the prompt is ${withThousands(agent.prompt.length)} characters, over ${withThousands(MAX_PROMPT_CHARACTERS)} (about a quarter of that in tokens, sent with every request)`,
+    hint: "Give the agent fewer skills (`available` patterns, `allow`), move inline skills to available, or set a `budget` for its catalogue.",
+  };
 }
 
 /** `body-too-long`: a body of 500 lines or more, or of 5,000 tokens or more (`tokens`, when counted). */
