@@ -95,6 +95,25 @@ describe("token counts", () => {
     expect(manifest.agents.coding.tokens.prompt).not.toBe(Math.ceil(coding.length / 4));
   });
 
+  it("a build's count is the tokenizer's after any edits: the lines earlier builds remembered never change it", { timeout: 180_000 }, async () => {
+    // Each build is a process of its own: its worker starts from what the build cache kept (none at first).
+    const piece = fc.constantFrom(" ", "  ", "\n", "\t", "/", "//", "a", "Ab", "x1", "123", "'s", "é", "😀", ".", "-", "\n\n", " \n", "\n ", "\n/", "\n  /", "<skill>", "&");
+    const text = fc.array(piece, { maxLength: 16 }).map((pieces) => pieces.join(""));
+    const edit = fc.record({ skill: fc.constantFrom("alpha", "gamma", "delta"), description: text, body: text });
+    await fc.assert(
+      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 3 }), async (edits) => {
+        const dir = await project({ tokens: { encoding: "o200k_base" }, agents: { coding: { skills: [{ root: "skills" }] } } });
+        for (const { skill, description, body } of edits) {
+          await writeTree(dir, { [`skills/${skill}/SKILL.md`]: quoted(skill, `Does ${skill}.${description}`, body) });
+          const run = await runCli(["build"], { cwd: dir });
+          expect(run.code, run.stderr).toBe(0);
+          expect((await manifestOf(dir)).agents.coding.tokens.prompt).toBe(o200k(await promptOf(dir, "coding")));
+        }
+      }),
+      { numRuns: 15 },
+    );
+  });
+
   it("a rebuild reuses the counts of unchanged lines from the build cache and counts the rest, in the encoding asked for", async () => {
     const config = (encoding: string) => ({ "skills.config.json": JSON.stringify({ location: "relative", tokens: { encoding }, agents: { coding: { skills: [{ root: "skills" }] } } }) });
     const dir = await project({});
