@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { compilePatterns, selectAgent, type RootSkill, type SourceView } from "../src/compile/select.js";
+import { acrossSourcesFindings, compilePatterns, selectAgent, type RootSkill, type SourceView } from "../src/compile/select.js";
 
 function skill(name: string, dir = name, root = "r"): RootSkill {
   const file = `/${root}/${dir}/SKILL.md`;
   return { name, description: `${name}.`, fields: {}, extra: {}, body: "", bodyLine: 5, links: [], file, displayFile: `${root}/${dir}/SKILL.md`, dir, realFile: file, hash: "h", files: ["SKILL.md"], written: () => ({ values: { name }, at: {} }) };
 }
 const source = (config: Omit<SourceView["config"], "root">, skills: RootSkill[], root = "r"): SourceView => ({ config: { root, ...config }, skills });
+/** The findings' codes, with `duplicate-across-sources` for each name selected from several sources and kept from each. */
+const codesOf = ({ findings, acrossSources }: ReturnType<typeof selectAgent>) => [...findings.map((finding) => finding.code), ...acrossSources.map(() => "duplicate-across-sources")];
 const pick = (views: SourceView[]) => {
-  const { selected, findings } = selectAgent("main", views, "skills.config.json");
-  return { selected: selected.map((entry) => `${entry.source}:${entry.skill.name}:${entry.mode}`), codes: findings.map((finding) => finding.code) };
+  const selection = selectAgent("main", views, "skills.config.json");
+  return { selected: selection.selected.map((entry) => `${entry.source}:${entry.skill.name}:${entry.mode}`), codes: codesOf(selection) };
 };
 
 describe("patterns", () => {
@@ -75,6 +77,16 @@ describe("selectAgent", () => {
     expect(result).toEqual({ selected: ["0:twin:available", "1:twin:available"], codes: ["duplicate-across-sources"] });
   });
 
+  it("reports a name several agents select from the same sources once, naming them: the first three, then how many more", () => {
+    const views = [source({}, [skill("twin")]), source({}, [skill("twin", "twin", "other")], "other")];
+    const agents = ["coding", "review", "chat", "ops"].map((id) => ({ id, acrossSources: selectAgent(id, views, "c").acrossSources }));
+    const alone = { id: "solo", acrossSources: selectAgent("solo", [views[1]!, views[0]!], "c").acrossSources };
+    expect(acrossSourcesFindings([...agents, alone], "skills.config.json").map(({ file, message }) => ({ file, message }))).toEqual([
+      { file: "skills.config.json", message: 'agents "coding", "review", "chat" and 1 more select "twin" from 2 sources (r/twin/SKILL.md, other/twin/SKILL.md); all are included' },
+      { file: "skills.config.json", message: 'agent "solo" selects "twin" from 2 sources (other/twin/SKILL.md, r/twin/SKILL.md); all are included' },
+    ]);
+  });
+
   it("one SKILL.md reached through two sources (a root and a link to it) is one skill: the first source's, inlined if either inlines it", () => {
     // `.claude/skills` a link to `.agents/skills`: each skill's file is the other's.
     const through = (root: string, name: string) => ({ ...skill(name, name, root), realFile: `/.agents/skills/${name}/SKILL.md` });
@@ -94,8 +106,8 @@ describe("selectAgent", () => {
 
 describe("allow and duplicates", () => {
   const pickWith = (views: SourceView[], settings: Parameters<typeof selectAgent>[3]) => {
-    const { selected, findings } = selectAgent("main", views, "skills.config.json", settings);
-    return { selected: selected.map((entry) => `${entry.source}:${entry.skill.name}`), codes: findings.map((finding) => finding.code) };
+    const selection = selectAgent("main", views, "skills.config.json", settings);
+    return { selected: selection.selected.map((entry) => `${entry.source}:${entry.skill.name}`), codes: codesOf(selection) };
   };
   const builtin = source({}, [skill("deploy"), skill("lint")], "builtin");
   const user = source({}, [skill("deploy", "u/deploy")], "user");

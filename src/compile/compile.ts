@@ -17,7 +17,7 @@ import { hashInWorker, hashOutcome, identityKey, isSameFile, PATH_CHANGED, sha25
 import { brokenLinks } from "./body-links.js";
 import { bodyLengthFinding, descriptionDuplicates, mayReachTokenLimit, promptLengthFinding } from "./content-rules.js";
 import { agentSkillsFindings } from "./agentskills.js";
-import { selectAgent, type RootSkill, type SelectedSkill, type SourceView } from "./select.js";
+import { acrossSourcesFindings, selectAgent, type RootSkill, type SelectedSkill, type SourceView } from "./select.js";
 import { servedSkills } from "./serving.js";
 import { leftOut, planSources, rootFindings, sourceName, unbuiltFindings, type SourcePlan } from "./sources.js";
 import { DEFAULT_TOKEN_ENCODING, tokenCounter, type TokenEncoding } from "./tokens.js";
@@ -378,7 +378,7 @@ function checkSkillFile(
 /** Each agent's selection from what its sources found; `agent-empty` for one left with no skill. */
 function selectAgents(context: CompileContext, plans: readonly SourcePlan[], validByFile: ReadonlyMap<string, ValidSkill>) {
   const { loaded, options, configFinding, findings } = context;
-  return Object.entries(loaded.config.agents).map(([id, agent]) => {
+  const selections = Object.entries(loaded.config.agents).map(([id, agent]) => {
     const sources = plans.filter((plan) => plan.agent === id).map((plan): SourceView => {
       const skills: RootSkill[] = [];
       const failed: string[] = [];
@@ -403,8 +403,10 @@ function selectAgents(context: CompileContext, plans: readonly SourcePlan[], val
     const rooted = plans.some((plan) => plan.agent === id && !plan.listing.unusable);
     const empty = selection.selected.length === 0 && rooted ? emptyAgent(loaded, id, sources, plans.filter((plan) => plan.agent === id), configFinding) : undefined;
     if (empty) findings.push(empty);
-    return { id, agent, selected: selection.selected, notAllowed: selection.notAllowed };
+    return { id, agent, selected: selection.selected, notAllowed: selection.notAllowed, acrossSources: selection.acrossSources };
   });
+  append(findings, acrossSourcesFindings(selections, configFinding));
+  return selections;
 }
 
 type AgentSelection = ReturnType<typeof selectAgents>[number];

@@ -3,7 +3,7 @@
  * agent's prompt past a size worth a second look, and a body past the Agent Skills specification's recommended
  * length. Pure, given the compiled agents and (for the body) a token count.
  */
-import { withThousands, type Finding } from "./diagnostics.js";
+import { agentsNamed, withThousands, type Finding } from "./diagnostics.js";
 
 /**
  * Characters of an agent's prompt past which `prompt-too-long` warns: about 25,000 tokens, an eighth of a
@@ -22,9 +22,6 @@ interface AgentView {
   prompt: string;
   skills: readonly { name: string; description: string; file: string }[];
 }
-
-/** Agents a `description-duplicate` names before it counts the rest. */
-const AGENTS_NAMED = 3;
 
 /**
  * `description-duplicate`: a skill whose description an earlier skill of an agent has, once for every agent that
@@ -55,14 +52,6 @@ export function descriptionDuplicates(agents: readonly AgentView[]): Finding[] {
     message: `${agentsNamed(ids)}: "${skill.name}" has the same description as "${earlier.name}" (${earlier.file}), so the model cannot tell which to use`,
     hint: "Say in each description what sets the skill apart and when to use it rather than the other.",
   }));
-}
-
-/** `agent "a"`, `agents "a" and "b"`, `agents "a", "b", "c" and 4 more`. */
-function agentsNamed(ids: readonly string[]): string {
-  const quoted = ids.slice(0, AGENTS_NAMED).map((id) => `"${id}"`);
-  if (ids.length === 1) return `agent ${quoted[0]}`;
-  const rest = ids.length - AGENTS_NAMED;
-  return rest > 0 ? `agents ${quoted.join(", ")} and ${withThousands(rest)} more` : `agents ${quoted.slice(0, -1).join(", ")} and ${quoted.at(-1)}`;
 }
 
 /** `prompt-too-long` for one agent; `configFile` is where it points. */

@@ -120,3 +120,14 @@ export function countBySeverity(diagnostics: readonly Diagnostic[]): { errors: n
 export function withThousands(count: number): string {
   return String(count).replace(/\B(?=(\d{3})+$)/g, ",");
 }
+
+/** Agents a finding several agents share names before it counts the rest. */
+const AGENTS_NAMED = 3;
+
+/** `agent "a"`, `agents "a" and "b"`, `agents "a", "b", "c" and 4 more`: the agents a shared finding is about. */
+export function agentsNamed(ids: readonly string[]): string {
+  const quoted = ids.slice(0, AGENTS_NAMED).map((id) => `"${id}"`);
+  if (ids.length === 1) return `agent ${quoted[0]}`;
+  const rest = ids.length - AGENTS_NAMED;
+  return rest > 0 ? `agents ${quoted.join(", ")} and ${withThousands(rest)} more` : `agents ${quoted.slice(0, -1).join(", ")} and ${quoted.at(-1)}`;
+}

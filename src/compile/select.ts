@@ -1,6 +1,6 @@
 import picomatch from "picomatch";
 import type { AgentConfig, SourceConfig } from "./config.js";
-import { compareStrings, type Finding } from "./diagnostics.js";
+import { agentsNamed, compareStrings, type Finding } from "./diagnostics.js";
 import { comparePaths } from "./discover.js";
 import type { Mode } from "./model.js";
 import type { WrittenFrontmatter } from "./parse.js";
@@ -42,6 +42,34 @@ export interface SourceView {
   failed?: readonly string[];
 }
 
+/** A name an agent selects from several sources and keeps each of (`duplicates: "keep-all"`): `duplicate-across-sources`. */
+export interface AcrossSources {
+  name: string;
+  files: string[];
+}
+
+/**
+ * `duplicate-across-sources`, once for every agent that selects a name from the same files (two agents over the
+ * same roots share their duplicates: a finding each would repeat it per agent). `configFile`: where it points.
+ */
+export function acrossSourcesFindings(agents: readonly { id: string; acrossSources: readonly AcrossSources[] }[], configFile: string | undefined): Finding[] {
+  const groups = new Map<string, { group: AcrossSources; agents: string[] }>();
+  for (const agent of agents) {
+    for (const group of agent.acrossSources) {
+      const key = [group.name, ...group.files].join("\0");
+      const known = groups.get(key);
+      if (known) known.agents.push(agent.id);
+      else groups.set(key, { group, agents: [agent.id] });
+    }
+  }
+  return [...groups.values()].map(({ group: { name, files }, agents: ids }) => ({
+    code: "duplicate-across-sources",
+    file: configFile,
+    message: `${agentsNamed(ids)} ${ids.length === 1 ? "selects" : "select"} "${name}" from ${files.length} sources (${files.join(", ")}); all are included`,
+    hint: 'Narrow one source\'s patterns so the agent sees one skill of each name, or set `duplicates: "first"` or `"last"` to keep one.',
+  }));
+}
+
 /** The agent settings that act on its selection as a whole. */
 export type SelectionSettings = Partial<Pick<AgentConfig, "allow" | "duplicates">>;
 
@@ -55,8 +83,9 @@ export function selectAgent(
   sources: readonly SourceView[],
   configFile: string | undefined,
   settings: SelectionSettings = {},
-): { selected: SelectedSkill[]; notAllowed: SelectedSkill[]; findings: Finding[] } {
+): { selected: SelectedSkill[]; notAllowed: SelectedSkill[]; findings: Finding[]; acrossSources: AcrossSources[] } {
   const findings: Finding[] = [];
+  const acrossSources: AcrossSources[] = [];
   let selected: SelectedSkill[] = [];
   let notAllowed: SelectedSkill[] = [];
 
@@ -131,12 +160,7 @@ export function selectAgent(
   for (const [name, entries] of byName) {
     if (entries.length < 2) continue; // one root never gives a name twice (see uniqueNames), so these come from several sources
     if (duplicates === "keep-all") {
-      findings.push({
-        code: "duplicate-across-sources",
-        file: configFile,
-        message: `agent "${agentId}" selects "${name}" from ${entries.length} sources (${entries.map((entry) => entry.skill.displayFile).join(", ")}); all are included`,
-        hint: 'Narrow one source\'s patterns so the agent sees one skill of each name, or set `duplicates: "first"` or `"last"` to keep one.',
-      });
+      acrossSources.push({ name, files: entries.map((entry) => entry.skill.displayFile) });
       continue;
     }
     // `first`: the earliest source wins; `last`: a later source overrides (user skills over built-in ones).
@@ -161,7 +185,7 @@ export function selectAgent(
       hint: 'Reword it (write "&lt;/skill&gt;" or describe the tag in words), or make the skill available rather than inline. `rules: { "body-closes-tag": "error" }` makes builds refuse such skills.',
     });
   }
-  return { selected, notAllowed, findings };
+  return { selected, notAllowed, findings, acrossSources };
 }
 
 /**

@@ -90,7 +90,7 @@ export class SkillMemo {
     const kept = this.selections.get(id);
     if (kept && sameShape(kept, sources)) {
       const at = ({ source, index, mode }: SelectedPlace): SelectedSkill => ({ skill: sources[source]!.skills[index]!, mode, source });
-      return { selected: kept.selected.map(at), notAllowed: kept.notAllowed.map(at), findings: kept.findings };
+      return { selected: kept.selected.map(at), notAllowed: kept.notAllowed.map(at), findings: kept.findings, acrossSources: kept.acrossSources };
     }
     const selection = select();
     this.selections.set(id, keptSelection(sources, selection));
@@ -144,9 +144,10 @@ interface KeptSelection {
   selected: SelectedPlace[];
   notAllowed: SelectedPlace[];
   findings: Selection["findings"];
+  acrossSources: Selection["acrossSources"];
 }
 
-function keptSelection(sources: readonly SourceView[], { selected, notAllowed, findings }: Selection): KeptSelection {
+function keptSelection(sources: readonly SourceView[], { selected, notAllowed, findings, acrossSources }: Selection): KeptSelection {
   const positions = sources.map((source) => new Map(source.skills.map((skill, index) => [skill, index])));
   const place = ({ skill, mode, source }: SelectedSkill): SelectedPlace => ({ source, index: positions[source]!.get(skill)!, mode });
   const places = selected.map(place);
@@ -164,6 +165,7 @@ function keptSelection(sources: readonly SourceView[], { selected, notAllowed, f
     selected: places,
     notAllowed: notAllowed.map(place),
     findings,
+    acrossSources,
   };
 }
 
