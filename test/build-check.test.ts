@@ -123,6 +123,27 @@ describe("skills build --check", () => {
     expect((await runCli(["build", "--check"], { cwd: dir })).code).toBe(0);
   });
 
+  it("names the first 100 stale files and counts the rest, in the report and as annotations; JSON lists every one", async () => {
+    const dir = await builtProject();
+    // A pull request can commit any number of files into the bundle folder.
+    await writeTree(dir, Object.fromEntries(Array.from({ length: 250 }, (_, index) => [`dist/skills/notes/${String(index).padStart(3, "0")}.md`, "x"])));
+    const pretty = await runCli(["build", "--check"], { cwd: dir });
+    expect(pretty.code).toBe(1);
+    const listed = pretty.stderr.split("\n").filter((line) => line.startsWith("  extra  "));
+    expect(listed).toHaveLength(100);
+    expect(listed.at(-1)).toBe("  extra  notes/099.md (not written by skillbake; a build will not delete it)");
+    expect(pretty.stderr).toContain("dist/skills is out of date: 250 files differ from a fresh build.\n");
+    expect(pretty.stderr).toContain("\n  … and 150 more (`--format json` lists every one)\n\nMove the extra files out");
+
+    const github = await runCli(["build", "--check", "--format", "github"], { cwd: dir });
+    const errors = github.stderr.split("\n").filter((line) => line.startsWith("::error "));
+    expect(errors).toHaveLength(101);
+    expect(errors.at(-1)).toMatch(/^::error file=dist\/skills,title=stale-bundle::dist\/skills is out of date: 150 more files differ from a fresh build/);
+
+    const json = await runCli(["build", "--check", "--format", "json"], { cwd: dir });
+    expect(JSON.parse(json.stdout).stale).toHaveLength(250);
+  });
+
   it("shows control and bidi characters in the outDir, stale paths and the prompt diff escaped", async () => {
     const dir = await tempDir();
     // ESC [2K would erase a line, U+202E reverse what follows, and a line feed start a forged line.

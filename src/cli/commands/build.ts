@@ -2,7 +2,7 @@ import { join, relative } from "node:path";
 import { build, check, type BuildResult, type CheckResult } from "../../api.js";
 import type { FileFixes } from "../../lint/files.js";
 import { ConfigError } from "../../compile/config.js";
-import type { Diagnostic } from "../../compile/diagnostics.js";
+import { withThousands, type Diagnostic } from "../../compile/diagnostics.js";
 import { escapeInvisible, styleFor, type Style } from "../../compile/terminal.js";
 import { watchBuild } from "../watch.js";
 import {
@@ -149,17 +149,28 @@ async function reportConfigError(command: string, error: ConfigError, io: Comman
   appendStepSummary(io, formatStepSummary(`skills ${command}: config error`, annotations));
 }
 
-/** `build --check` found stale files: an annotation on each, at its path in the bundle. */
+/**
+ * Stale files a report names; one line (or annotation) counts the rest. A pull request can commit any number of
+ * extra files into the bundle folder, and the first hundred say what to do as well as fifty thousand would.
+ */
+const STALE_FILES_SHOWN = 100;
+
+/** `build --check` found stale files: an annotation on each of the first few, at its path in the bundle. */
 function staleAnnotations(result: CheckResult & Partial<BuildResult>, cwd: string): Annotation[] {
+  const stale = result.stale ?? [];
   const outDir = ciPath(result.outDir!, cwd) || "."; // escaped with the rest of the message
   const states = { changed: "differs from", missing: "is missing from", extra: "is not in" };
-  return (result.stale ?? []).map(({ path, state }) => ({
+  const hint = "Run `skills build` and commit the bundle.";
+  const annotations: Annotation[] = stale.slice(0, STALE_FILES_SHOWN).map(({ path, state }) => ({
     severity: "error",
     rule: "stale-bundle",
     message: `${outDir} is out of date: ${path} ${states[state]} a fresh build`,
-    hint: "Run `skills build` and commit the bundle.",
+    hint,
     file: ciPath(join(result.outDir!, path), cwd),
   }));
+  const left = stale.length - STALE_FILES_SHOWN;
+  if (left > 0) annotations.push({ severity: "error", rule: "stale-bundle", message: `${outDir} is out of date: ${withThousands(left)} more ${left === 1 ? "file differs" : "files differ"} from a fresh build (\`--format json\` lists every one)`, hint, file: outDir });
+  return annotations;
 }
 
 function reportSettings(values: FlagValues, io: CommandIO): { format: OutputFormat; maxWarnings: number | undefined } {
@@ -314,10 +325,12 @@ function describeChanges(paths: readonly string[], cwd: string): string {
 function staleReport(result: BuildResult, values: FlagValues, cwd: string): string {
   const width = result.stale.reduce((widest, { state }) => Math.max(widest, state.length), 0);
   const lines = [`${shownPath(result.outDir, cwd)} is out of date: ${result.stale.length} ${result.stale.length === 1 ? "file differs" : "files differ"} from a fresh build.`];
-  for (const { path, state, notFollowed } of result.stale) {
+  for (const { path, state, notFollowed } of result.stale.slice(0, STALE_FILES_SHOWN)) {
     const note = state === "extra" ? " (not written by skillbake; a build will not delete it)" : notFollowed ? ` (${escapeInvisible(notFollowed)})` : "";
     lines.push(`  ${state.padEnd(width)}  ${escapeInvisible(path)}${note}`);
   }
+  const left = result.stale.length - STALE_FILES_SHOWN;
+  if (left > 0) lines.push(`  … and ${withThousands(left)} more (\`--format json\` lists every one)`);
   // Line by line: the diff's line breaks are its layout and the prompt's tabs are text, but a skill's name or
   // description in the prompt may hold control or bidi characters.
   if (result.staleDiff) lines.push("", ...result.staleDiff.split("\n").map((line) => escapeInvisible(line, { keepTabs: true })));
