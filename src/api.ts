@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, readFileSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { bundleFingerprint, bundleInputsHash, bundleOf, stagedCopies, type Bundle, type StagedCopy } from "./bundle/bundle.js";
 import { BuildCache, nowNs, settledSignatures } from "./compile/cache.js";
@@ -314,6 +314,8 @@ export class BuildSession {
 
 /** Lines of diff `build --check` shows: enough to see what changed, short enough for a CI log. */
 const STALE_DIFF_LINES = 40;
+/** How much larger than the fresh text (up to 3 bytes a character) a stale file on disk may be and still be diffed. */
+const DIFFED_MAX_BYTES = 1024 * 1024;
 
 /**
  * Compares a fresh bundle with the one in `outDir`; reads only, and only regular files below it (see `openBundleFile`),
@@ -358,13 +360,17 @@ async function compareWithDisk(outDir: string, configDir: string, bundle: Bundle
   const shown = changed.find((path) => path.startsWith("prompts/")) ?? changed[0];
   const opened = shown === undefined ? undefined : openBundleFile(outDir, shown);
   if (shown === undefined || !opened || !("fd" in opened)) return { stale };
-  let onDisk: string;
+  const fresh = texts.get(shown)!;
+  let onDisk: string | undefined;
   try {
-    onDisk = readFileSync(opened.fd, "utf8");
+    // A committed file far larger than the fresh one is listed, not read: it could be gigabytes, and a diff of it
+    // would show little but removed lines.
+    if (fstatSync(opened.fd).size <= DIFFED_MAX_BYTES + 3 * fresh.length) onDisk = readFileSync(opened.fd, "utf8");
   } finally {
     closeSync(opened.fd);
   }
-  const staleDiff = unifiedDiff(onDisk, texts.get(shown)!, {
+  if (onDisk === undefined) return { stale };
+  const staleDiff = unifiedDiff(onDisk, fresh, {
     beforeLabel: `${shown} (on disk)`,
     afterLabel: `${shown} (fresh build)`,
     maxLines: STALE_DIFF_LINES,

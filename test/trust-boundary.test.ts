@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, rmSync, symlinkSync } from "node:fs";
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -244,6 +244,58 @@ describe("a file swapped between discovery and reading is not used (path-changed
       { code: "path-changed", severity: "error", file: "skills/alpha/SKILL.md" },
     ]);
     expect(existsSync(join(dir, "dist/skills"))).toBe(false);
+  });
+});
+
+describe("a file a pull request makes gigabytes long is not read whole: one line, never an internal error", () => {
+  // Sparse files: 700 MiB on no disk space, past the longest string Node makes of a file (512 MiB).
+  const HUGE = 700 * 1024 * 1024;
+
+  it("a committed prompt: build --check lists it changed, without a diff", async () => {
+    const { dir } = await builtProject();
+    await truncate(join(dir, "dist/skills/prompts/main.txt"), HUGE);
+    const run = await runCli(["build", "--check"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("\n  changed  prompts/main.txt\n\nRun `skills build` to update it.\n");
+    expect(run.stderr).not.toContain("internal error");
+  });
+
+  it("a published index.json: the folder is not taken for one skillbake wrote", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }], publish: { wellKnown: "public" } } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+    });
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    await truncate(join(dir, "public/.well-known/agent-skills/index.json"), HUGE);
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run).toMatchObject({ code: 2, stderr: expect.stringMatching(/^skills: .*public\/\.well-known\/agent-skills is not empty and holds no discovery index written by skillbake; refusing to replace it\. .*\n$/) });
+  });
+
+  it("the config file: exit 2, naming it", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, { "skills.config.json": "{}", "skills/alpha/SKILL.md": skillMd("alpha") });
+    await truncate(join(dir, "skills.config.json"), HUGE);
+    const run = await runCli(["build"], { cwd: dir });
+    expect(run).toMatchObject({ code: 2, stderr: `skills: ${join(dir, "skills.config.json")}: the config file is 700 MiB, over the 64 MiB a config file may hold\n` });
+  });
+
+  it("a context file over 1 MiB: file-too-large, left out unread", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { context: ["*.md"], skills: [{ root: "skills" }] } } }),
+      "AGENTS.md": "# Rules\n",
+      "CLAUDE.md": "# Kept\n",
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+    });
+    await truncate(join(dir, "AGENTS.md"), HUGE);
+    const run = await runCli(["check", "--format", "json"], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout).diagnostics).toMatchObject([
+      { code: "file-too-large", severity: "error", file: "AGENTS.md", line: 1, column: 1, message: "the context file AGENTS.md is 700.0 MiB, over the 1 MiB limit; it is left out" },
+    ]);
+    await truncate(join(dir, "AGENTS.md"), 1024 * 1024);
+    expect((await runCli(["check"], { cwd: dir })).code).toBe(0);
   });
 });
 

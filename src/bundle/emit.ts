@@ -832,12 +832,19 @@ function assertPublishedReplaceable(dir: string): void {
 
 const publishedIndex = once(() => z.looseObject({ generator: z.literal(GENERATOR), skills: z.array(z.looseObject({ url: z.string() })) }));
 
+/**
+ * Bytes an index.json may hold and be read as one skillbake wrote: over a hundred thousand skills' entries, and under
+ * the longest text Node makes of a file (a committed index of gigabytes would stop the build with an internal error).
+ */
+const PUBLISHED_INDEX_MAX_BYTES = 256 * 1024 * 1024;
+
 /** The files the index.json skillbake wrote in `dir` names (relative URLs only), and itself; undefined for no such index. */
 function publishedListing(dir: string): Set<string> | undefined {
   const opened = openBundleFile(dir, "index.json");
   if (!("fd" in opened)) return undefined;
   let text: string;
   try {
+    if (fstatSync(opened.fd).size > PUBLISHED_INDEX_MAX_BYTES) return undefined;
     text = readFileSync(opened.fd, "utf8");
   } finally {
     closeSync(opened.fd);

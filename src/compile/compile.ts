@@ -8,7 +8,7 @@ import type { SkillMemo, ValidSkill } from "./skill-memo.js";
 import { configSeverities, ruleOnAnywhere } from "./overrides.js";
 import { comparePaths, discoverRoot, pathChanged, pathIn, readAhead, readSkillBytes, relativeTo, takeStats, type RootListing, type SkillRead, type StatsTaken } from "./discover.js";
 import { NAME_PATTERN, type Mode, type SkillFields } from "./model.js";
-import { locateInFrontmatter, parseSkillFile, skillBody, writtenFrontmatter, type WrittenFrontmatter } from "./parse.js";
+import { formatBytes, locateInFrontmatter, MAX_SKILL_FILE_BYTES, parseSkillFile, skillBody, writtenFrontmatter, type WrittenFrontmatter } from "./parse.js";
 import { checkCustomFields, declaredFields } from "./custom-fields.js";
 import { locate, renderCatalogue, renderPrompt, type FormatContext, type FormatFunction, type FormatName, type Invocation, type PromptSkill } from "./render.js";
 import { FileSystemError } from "./fs-error.js";
@@ -929,6 +929,10 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
       findings.push(pathChanged(file, `the context file ${file}`, "it is left out"));
       continue;
     }
+    if (typeof bytes === "object" && "tooLarge" in bytes) {
+      findings.push({ code: "file-too-large", file, line: 1, column: 1, message: `the context file ${file} is ${formatBytes(bytes.tooLarge)}, over the 1 MiB limit; it is left out`, hint: "Keep context files to what every conversation needs; link longer material from them." });
+      continue;
+    }
     if (!(bytes instanceof Uint8Array)) {
       findings.push({ code: "path-unreadable", file, message: `the context file ${file} cannot be read (${bytes.code ?? bytes.message}); it is left out` });
       continue;
@@ -950,9 +954,10 @@ async function readContext(agentId: string, patterns: readonly string[] | undefi
 /**
  * A context file's bytes. A pull request may put a link where a context glob matches: a file under the config's
  * folder whose real path leaves it is not followed (`escapes`; a glob may name files elsewhere, `../shared/*.md`,
- * as the config is trusted), and the file read must be the one that check found.
+ * as the config is trusted), and the file read must be the one that check found. A file over a SKILL.md's limit is
+ * not read (`tooLarge`, its size): it would go whole into every prompt.
  */
-function readContextFile(path: string, configDir: string, configReal: string, realPaths: RealPaths): Uint8Array | "escapes" | "changed" | NodeJS.ErrnoException {
+function readContextFile(path: string, configDir: string, configReal: string, realPaths: RealPaths): Uint8Array | "escapes" | "changed" | { tooLarge: number } | NodeJS.ErrnoException {
   let fd: number | undefined;
   try {
     const real = realPaths.of(path);
@@ -962,6 +967,7 @@ function readContextFile(path: string, configDir: string, configReal: string, re
     const stats = fstatSync(fd, { bigint: true });
     if (!stats.isFile()) return Object.assign(new Error("not a regular file"), { code: "EISDIR" });
     if (!isSameFile(stats, found)) return "changed";
+    if (stats.size > MAX_SKILL_FILE_BYTES) return { tooLarge: Number(stats.size) };
     return readFileSync(fd);
   } catch (error) {
     return error as NodeJS.ErrnoException;

@@ -307,9 +307,13 @@ interface ImportedConfig {
   code?: ConfigCode;
 }
 
+/** A config file's most bytes: far past any config, and far below the longest text Node makes of a file. */
+const CONFIG_MAX_BYTES = 64 * 1024 * 1024;
+
 /**
  * The config must be a regular file that can be read. It is opened non-blocking and checked before anything
- * reads it: a folder would fail deep inside esbuild or Node, and a FIFO would wait for a writer forever.
+ * reads it: a folder would fail deep inside esbuild or Node, a FIFO would wait for a writer forever, and a file of
+ * gigabytes would stop the build with an internal error.
  */
 function assertConfigFile(file: string): void {
   let fd: number | undefined;
@@ -317,6 +321,7 @@ function assertConfigFile(file: string): void {
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw new ConfigError(file, `${stats.isDirectory() ? "a folder" : "not a regular file (a FIFO, socket or device), so it is not read"}, not a config file; name the config file itself`);
+    if (stats.size > CONFIG_MAX_BYTES) throw new ConfigError(file, `the config file is ${(stats.size / 1024 / 1024).toFixed(0)} MiB, over the ${CONFIG_MAX_BYTES / 1024 / 1024} MiB a config file may hold`);
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     const code = (error as NodeJS.ErrnoException).code;

@@ -831,7 +831,7 @@ function lenientText(lines: readonly string[]): string {
 }
 
 /** In MiB, or in bytes where rounding would hide that a size is over 1 MiB. */
-function formatBytes(bytes: number): string {
+export function formatBytes(bytes: number): string {
   const mib = (bytes / (1024 * 1024)).toFixed(1);
   return mib === "1.0" && bytes > 1024 * 1024 ? `${withThousands(bytes)} bytes` : `${mib} MiB`;
 }
