@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { lstatSync, readFileSync, statSync, utimesSync } from "node:fs";
-import { lstat, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { lstat, readdir, readFile, rename, rm, stat, symlink, truncate, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -339,6 +339,17 @@ describe("cache files", () => {
     await rm(`${file}.${process.pid}.tmp`);
     writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
     expect(readCacheFile(file, 1, "key")).toEqual({ a: 1 });
+  });
+
+  it("one longer than any payload JSON.parse takes (gigabytes a pull request committed) is not read", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "x.json");
+    writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
+    await truncate(file, 1900 * 1024 * 1024); // sparse: no disk space taken
+    const started = performance.now();
+    expect(readCacheFile(file, 1, "key")).toBeUndefined();
+    // Read whole, it took seconds and 1.9 GB of memory; the size alone tells it is not skillbake's.
+    expect(performance.now() - started).toBeLessThan(500);
   });
 
   it("is written in ASCII and read back as the same value; a UTF-8 payload (an earlier writer's) reads too", async () => {

@@ -14,7 +14,7 @@ import { forEachEscapedPiece } from "./ascii.js";
 /** The payload, parsed; undefined when the file is missing, unreadable, corrupt, or of another format or key. */
 export function readCacheFile(file: string, format: number, key: string): unknown {
   // The cache is renamed into place as a regular file: a link in its place (to /dev/zero, say) is not followed.
-  const bytes = readRegularFile(file, { followLinks: false });
+  const bytes = readRegularFile(file, { followLinks: false, maxBytes: CACHE_MAX_BYTES });
   if (!bytes) return undefined;
   try {
     // The payload is checked as bytes (the text it was hashed as), then decoded once: ~10 MB at 10,000 skills.
@@ -30,6 +30,12 @@ export function readCacheFile(file: string, format: number, key: string): unknow
     return undefined;
   }
 }
+
+/**
+ * Past this, a payload is longer than the longest text Node makes (which JSON.parse needs), so a cache file that
+ * large is not one skillbake wrote: not read (a pull request could commit gigabytes in its place).
+ */
+const CACHE_MAX_BYTES = 512 * 1024 * 1024;
 
 /** Writes `payload` (JSON text) under its header; failures are ignored: a cache only saves time. */
 export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
@@ -92,15 +98,16 @@ function writeAscii(fd: number, text: string): string {
 }
 
 /**
- * A regular file's bytes; undefined for anything else (a FIFO, a device, a folder) or a failure. Opened non-blocking,
- * so a FIFO cannot hang a build, and checked by the open file's own stats before reading: a cache file, or a path
- * one names, may be anything a pull request committed.
+ * A regular file's bytes; undefined for anything else (a FIFO, a device, a folder), one over `maxBytes`, or a
+ * failure. Opened non-blocking, so a FIFO cannot hang a build, and checked by the open file's own stats before
+ * reading: a cache file, or a path one names, may be anything a pull request committed.
  */
-export function readRegularFile(path: string, { followLinks }: { followLinks: boolean }): Buffer | undefined {
+export function readRegularFile(path: string, { followLinks, maxBytes = Infinity }: { followLinks: boolean; maxBytes?: number }): Buffer | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (followLinks ? 0 : constants.O_NOFOLLOW));
-    return fstatSync(fd).isFile() ? readFileSync(fd) : undefined;
+    const stats = fstatSync(fd);
+    return stats.isFile() && stats.size <= maxBytes ? readFileSync(fd) : undefined;
   } catch {
     return undefined;
   } finally {
