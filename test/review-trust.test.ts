@@ -93,6 +93,25 @@ describe("a committed manifest is parsed, not trusted", () => {
     }
   });
 
+  it("refuses a frontmatter value nested deeper than any SKILL.md's (JSON.stringify of it ran out of stack): exit 2 naming it, in every format", async () => {
+    // As text: making it with JSON.stringify would run out of stack here.
+    const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`;
+    const forged = manifest({ coding: [{ name: "a" }] }, (raw) => {
+      raw.skills[0].extra = { x: "DEEP" };
+      raw.skills[0].fields.y = ["DEEP"];
+    }).replaceAll('"DEEP"', deep(100_000));
+    const dir = await bundles(manifest({ coding: [{ name: "a" }] }), forged);
+    for (const format of ["pretty", "markdown", "json"]) {
+      const run = await runCli(["diff", "before", "after", "--format", format], { cwd: dir });
+      expect(run).toMatchObject({ code: 2, stdout: "", stderr: "skills diff: after/manifest.json: skills[0].fields.y: nested more than 100 levels deep, which no SKILL.md's frontmatter is. Is it a skillbake manifest.json? Rebuild it with `skills build`.\n" });
+    }
+    // As deep as a SKILL.md can write: compared and shown.
+    await writeTree(dir, { "deep/manifest.json": manifest({ coding: [{ name: "a" }] }, (raw) => (raw.skills[0].extra = { x: JSON.parse(deep(99)) })) });
+    const run = await runCli(["diff", "before", "deep", "--format", "json"], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).agents[0].fields).toMatchObject([{ name: "a", changes: [{ field: "x" }] }]);
+  });
+
   it("an agent id of megabytes is named in a line of hundreds of characters: its start and end", async () => {
     const badId = manifest({ coding: [{ name: "a" }] }, (raw) => (raw.agents = { [`x${"y".repeat(3_000_000)}z`]: raw.agents.coding }));
     const dir = await bundles(manifest({ coding: [{ name: "a" }] }), badId);

@@ -89,6 +89,7 @@ export function parseManifest(value: unknown, label: string): ReviewManifest {
   }
   // Maps from the JSON itself: an object copy turns a key `__proto__` into something else.
   const raw = value as { skills: { fields: object; extra: object }[] };
+  assertShallowFields(raw.skills, label);
   const manifest = parsed.data;
   const skillsByFile = new Map<string, { skill: (typeof manifest.skills)[number]; index: number }>();
   manifest.skills.forEach((skill, index) => skillsByFile.set(skill.file, { skill, index }));
@@ -152,6 +153,29 @@ export function parseManifest(value: unknown, label: string): ReviewManifest {
     if (diagnostic.file !== undefined && (skips === "skip" || skips === "loser") && !failed.has(diagnostic.file)) failed.set(diagnostic.file, { code: diagnostic.code, message: diagnostic.message });
   }
   return { agents, failed };
+}
+
+/**
+ * Levels a frontmatter value of a manifest may nest: a SKILL.md's YAML nests at most 64. Deeper values exist only in
+ * a forged manifest, and every recursive walk of them (JSON.stringify among them) would run out of stack.
+ */
+const FIELD_NESTING_MAX = 100;
+
+/** Throws on the first frontmatter value nested past `FIELD_NESTING_MAX`; walked without recursion. */
+function assertShallowFields(skills: readonly { fields: object; extra: object }[], label: string): void {
+  skills.forEach((skill, index) => {
+    for (const group of ["fields", "extra"] as const) {
+      for (const [name, value] of Object.entries(skill[group])) {
+        const pending: [unknown, number][] = [[value, 1]];
+        for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+          const [item, depth] = next;
+          if (typeof item !== "object" || item === null) continue;
+          if (depth > FIELD_NESTING_MAX) throw new ManifestError(`${label}: ${fieldPath(["skills", index, group, name])}: nested more than ${FIELD_NESTING_MAX} levels deep, which no SKILL.md's frontmatter is. Is it a skillbake manifest.json? Rebuild it with \`skills build\`.`);
+          for (const child of Object.values(item)) pending.push([child, depth + 1]);
+        }
+      }
+    }
+  });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
