@@ -37,9 +37,11 @@ describe("a config that throws: exit 2 naming the file and line that threw", () 
     expect(message).toBe(`skills: ${join(dir, "skills.config.mjs")}:2:7: the config failed to load: no skills today`);
   });
 
-  it("JavaScript with a syntax error", async () => {
+  it("JavaScript with a syntax error: an ES module where esbuild finds it, CommonJS where Node does", async () => {
     const { dir, message } = await failingConfig("skills.config.mjs", `const limit = 1;\nconst roots = ;\n${VALID}`);
-    expect(message).toBe(`skills: ${join(dir, "skills.config.mjs")}:2:15: the config failed to load: Unexpected token ';'`);
+    expect(message).toBe(`skills: ${join(dir, "skills.config.mjs")}:2:15: Unexpected ";"`);
+    const commonJs = await failingConfig("skills.config.js", `const limit = 1;\nconst roots = ;\nmodule.exports = {};\n`);
+    expect(commonJs.message).toBe(`skills: ${join(commonJs.dir, "skills.config.js")}:2:15: the config failed to load: Unexpected token ';'`);
   });
 
   it("a default export whose getter throws while the config is validated", async () => {
@@ -70,7 +72,9 @@ describe("a config that imports what is not there: exit 2 at the import", () => 
     const missingPackage = await failingConfig("skills.config.mjs", `\nimport shared from "@acme/skills-shared";\n${VALID}`);
     expect(missingPackage.message).toBe(`skills: ${join(missingPackage.dir, "skills.config.mjs")}:2:20: the config failed to load: Cannot find package '@acme/skills-shared'`);
     const missingFile = await failingConfig("skills.config.mjs", `\n\nimport { roots } from "./roots.js";\n${VALID}`);
-    expect(missingFile.message).toBe(`skills: ${join(missingFile.dir, "skills.config.mjs")}:3:23: the config failed to load: Cannot find module '${join(missingFile.dir, "roots.js")}'`);
+    expect(missingFile.message).toBe(`skills: ${join(missingFile.dir, "skills.config.mjs")}:3:23: Could not resolve "./roots.js"`);
+    const commonJs = await failingConfig("skills.config.js", `\n\nconst { roots } = require("./roots.js");\nmodule.exports = {};\n`);
+    expect(commonJs.message).toBe(`skills: ${join(commonJs.dir, "skills.config.js")}:3:27: the config failed to load: Cannot find module './roots.js'`);
   });
 
   it("TypeScript importing a local file that does not exist (esbuild reports it)", async () => {

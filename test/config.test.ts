@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { importsPackage } from "../src/compile/config.js";
 import { ConfigError, loadConfig } from "../src/index.js";
-import { CLI, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
+import { CLI, REPO, runCli, skillMd, tempDir, writeTree } from "./helpers.js";
 
 describe("loadConfig", () => {
   it("finds the first of skills.config.{ts,mts,js,mjs,json} in cwd and applies defaults", async () => {
@@ -44,6 +44,37 @@ describe("loadConfig", () => {
     // Only the transpiled config and what it resolved to are written, each by a rename.
     expect((await readdir(dir)).sort()).toEqual(["agents.ts", "node_modules", "skills.config.ts"]);
     expect((await readdir(join(dir, "node_modules/.cache/skillbake/config"))).sort()).toEqual(["skills.config.ts.json", "skills.config.ts.validated.json"]);
+  });
+
+  it("loads an ES module JavaScript config as a TypeScript one (bundled: `skillbake` needs no install, and the bundle is cached); a CommonJS one through Node", async () => {
+    const config = 'import { defineConfig, z } from "skillbake";\nexport default defineConfig({ frontmatter: z.object({ team: z.string() }), agents: { coding: { skills: [{ root: "skills" }] } } });\n';
+    for (const [name, tree] of [
+      ["skills.config.js", { "package.json": '{ "type": "module" }' }],
+      ["skills.config.mjs", {}],
+    ] as const) {
+      const dir = await tempDir();
+      // No skillbake installed beside it: Node could not import the package, so the config ran bundled.
+      await writeTree(dir, { ...tree, [name]: config });
+      const loaded = await loadConfig(undefined, dir);
+      expect(Object.keys(loaded.config.frontmatter!.shape)).toEqual(["team"]);
+      expect(await readdir(join(dir, "node_modules/.cache/skillbake/config"))).toContain(`${name}.json`);
+    }
+    const dir = await tempDir();
+    await writeTree(dir, { "package.json": '{ "type": "commonjs" }', "skills.config.js": 'module.exports = { agents: { main: { skills: [{ root: require("node:path").join(__dirname, "skills") }] } } };\n' });
+    const loaded = await loadConfig(undefined, dir);
+    expect(loaded.config.agents.main!.skills).toEqual([{ root: join(dir, "skills") }]);
+    expect(await readdir(join(dir, "node_modules/.cache/skillbake/config")).catch(() => [])).not.toContain("skills.config.js.json");
+  });
+
+  it("gives a config that imports more of skillbake than defineConfig and z the installed package", async () => {
+    for (const name of ["skills.config.ts", "skills.config.mjs"]) {
+      const dir = await tempDir();
+      await writeTree(dir, {
+        [name]: 'import { defineConfig, manifestSchema } from "skillbake";\nexport default defineConfig({ agents: { main: { description: typeof manifestSchema.parse, skills: [{ root: "skills" }] } } });\n',
+        "node_modules/skillbake": { link: REPO },
+      });
+      expect((await loadConfig(undefined, dir)).config.agents.main!.description, name).toBe("function");
+    }
   });
 
   it("loads TypeScript as from beside the config: packages resolve from its folder; import.meta is the config's, in the files it imports too", async () => {

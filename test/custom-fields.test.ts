@@ -171,12 +171,12 @@ describe("custom frontmatter fields (the config's `frontmatter` schema)", () => 
     expect(loaded.config.frontmatter?.constructor).toBe(z.ZodObject);
   });
 
-  it("works from a JavaScript config that imports the installed package (another copy of zod than the CLI's)", async () => {
-    /** A project with skillbake installed (this checkout) and a JavaScript config importing it. */
+  it("works from a JavaScript config that imports the installed zod (another copy of zod than the CLI's)", async () => {
+    /** A project with zod installed (this checkout's) and a JavaScript config importing its `z` from there. */
     const installed = async (files: Record<string, string>) => {
-      const dir = await project({ "skills.config.mjs": config(), ...files });
+      const dir = await project({ "skills.config.mjs": config().replace('import { defineConfig, z } from "skillbake";', 'import { defineConfig } from "skillbake";\nimport { z } from "zod";'), ...files });
       await mkdir(join(dir, "node_modules"), { recursive: true });
-      await symlink(REPO, join(dir, "node_modules/skillbake"), "dir");
+      await symlink(join(REPO, "node_modules/zod"), join(dir, "node_modules/zod"), "dir");
       return dir;
     };
     const dir = await installed({});

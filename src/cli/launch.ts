@@ -4,7 +4,7 @@
 // bundle took ~30 ms of every run and compiling its functions as they first ran as much again: about half of what
 // a small build costs beyond Node's own start. Node 20 keeps no code cache for ES modules, so the CLI is a script
 // run here, its cache kept beside it as Python keeps __pycache__, and used only as readCache says. esbuild's
-// JavaScript, which transpiles a TypeScript config, is run the same way (see `requireCached`).
+// JavaScript, which transpiles a config, is run the same way (see `requireCached`).
 import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -29,7 +29,7 @@ script.runInThisContext()(module.exports, createRequire(file), module, file, fol
 /**
  * `require(id)` of a CommonJS package beside the CLI (`esbuild`), or of a file in its folder (`./zod.cjs`), its main
  * file run from a code cache kept beside cli.cjs (`esbuild.cjs.cache`, `zod.cjs.cache`), once per process. esbuild is
- * loaded at each first build after a TypeScript config changed: compiling its 97 KB of JavaScript took ~2 ms of that
+ * loaded at each first build after a config changed: compiling its 97 KB of JavaScript took ~2 ms of that
  * build, half of what requiring it costs.
  */
 function requireCached(id: string): unknown {

@@ -9,7 +9,7 @@ import { TOOL_VERSION } from "./version.js";
 /** Bumped when the entry's layout changes. */
 const FORMAT = 2;
 
-/** What esbuild made of a TypeScript config, and what it read to make it. */
+/** What esbuild made of a config (TypeScript or an ES module), and what it read to make it. */
 export interface TranspiledConfig {
   /** esbuild's output: the config and its local imports as one script or ES module, with an inline source map. */
   code: string;

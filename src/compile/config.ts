@@ -9,6 +9,7 @@ import * as z from "zod";
 import { zodForConfigs } from "./config-zod.js";
 import { isObjectSchema, redeclaredFields, type FrontmatterSchema } from "./custom-fields.js";
 import { PRESETS, RULE_CODES } from "./rules.js";
+import { readRegularFile } from "./cache-file.js";
 import { dataJson, readTranspiledConfig, readValidatedConfig, writeTranspiledConfig, writeValidatedConfig, type TranspiledConfig } from "./config-cache.js";
 import { once } from "./once.js";
 import { didYouMean } from "./suggest.js";
@@ -352,11 +353,37 @@ async function importConfigFile(file: string, readOnly: boolean): Promise<Import
     }
     return { value, inputs: [file], exportAt: `${file}:1:1` };
   }
-  if (file.endsWith(".ts") || file.endsWith(".mts")) return importTypeScript(file, readOnly);
+  if (isBundled(file)) return importBundled(file, readOnly);
+  // A CommonJS config (`module.exports = …`) is loaded by Node: a bundle's default export would be the wrong value.
   const code: ConfigCode = { module: file, sources: [{ path: file, text: readFileSync(file, "utf8") }] };
   const url = pathToFileURL(file).href + `?t=${Date.now()}`;
   return { value: await evaluate(file, () => importModule(url), code), inputs: [file], exportAt: exportLocation(file, code), code };
 }
+
+/**
+ * Whether a config is bundled by esbuild: TypeScript, and JavaScript that Node would run as an ES module (`.mjs`, or
+ * `.js` where the nearest package.json says `"type": "module"`). Imported by Node instead, an ES module's
+ * `import … from "skillbake"` loads the whole package (zod, yaml and the compiler: ~90 ms at every run), where a
+ * bundle gets the few lines of it a config uses.
+ */
+function isBundled(file: string): boolean {
+  if (file.endsWith(".ts") || file.endsWith(".mts") || file.endsWith(".mjs")) return true;
+  if (!file.endsWith(".js")) return false;
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const manifest = readRegularFile(join(dir, "package.json"), { followLinks: true, maxBytes: PACKAGE_JSON_MAX_BYTES });
+    if (manifest) {
+      try {
+        return (JSON.parse(manifest.toString("utf8")) as { type?: unknown } | null)?.type === "module";
+      } catch {
+        return false; // Node reports the package.json it cannot read
+      }
+    }
+    if (dirname(dir) === dir) return false;
+  }
+}
+
+/** A package.json larger than this is not read for its `type` (Node then reports it, or runs the config as CommonJS). */
+const PACKAGE_JSON_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * In valid JSON `text`, the first key that JSON.parse would lose or let change the object's meaning: one
@@ -390,7 +417,7 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
 }
 
 /**
- * TypeScript configs are bundled by esbuild and run from memory (as a script, or imported from a data: URL as a
+ * TypeScript and ES module configs are bundled by esbuild and run from memory (as a script, or imported from a data: URL as a
  * module: see `bundleConfig`): no file is written, so `check` and `build --check` work in a read-only checkout
  * and a killed build leaves nothing behind (esbuild's output is cached, by a rename, when the cache folder can be
  * written: src/compile/config-cache.ts). Packages
@@ -399,19 +426,19 @@ function findBadJsonKey(text: string): { at: number; message: string } | undefin
  * imports too (they are one bundle); stack frames name the config (`//# sourceURL`), and are mapped back to the
  * lines of its files through the inline source map.
  */
-async function importTypeScript(file: string, readOnly: boolean): Promise<ImportedConfig> {
+async function importBundled(file: string, readOnly: boolean): Promise<ImportedConfig> {
   (globalThis as Record<symbol, unknown>)[ZOD_KEY] = zodForConfigs;
   const cwd = process.cwd();
-  const { code: output, inputs, kind } = readTranspiledConfig(file, cwd) ?? (await transpileTypeScript(file, cwd, readOnly));
+  const { code: output, inputs, kind } = readTranspiledConfig(file, cwd) ?? (await bundleConfigCode(file, cwd, readOnly));
   const url = pathToFileURL(file).href;
   const code = `${output}\n//# sourceURL=${url}\n`;
-  const configCode = typeScriptCode(file, code);
+  const configCode = bundledCode(file, code);
   const load = kind === "script" ? () => runScript(code, url) : () => importModule(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
   return { value: await evaluate(file, load, configCode), inputs, exportAt: exportLocation(file, configCode), code: configCode };
 }
 
-/** Bundles a TypeScript config with esbuild, and caches the result unless `readOnly` (src/compile/config-cache.ts). */
-async function transpileTypeScript(file: string, cwd: string, readOnly: boolean): Promise<TranspiledConfig> {
+/** Bundles a config with esbuild, and caches the result unless `readOnly` (src/compile/config-cache.ts). */
+async function bundleConfigCode(file: string, cwd: string, readOnly: boolean): Promise<TranspiledConfig> {
   // A config that imports a package is bundled again at every build (it is not cached): not tried as a script first.
   const script = importsPackage(readFileSync(file, "utf8")) ? undefined : await bundleConfig(file, "script");
   const output = script ?? (await bundleConfig(file, "module"));
@@ -424,7 +451,7 @@ async function transpileTypeScript(file: string, cwd: string, readOnly: boolean)
     ]),
   );
   if (readOnly) return transpiled;
-  const sources = new Map(typeScriptCode(file, transpiled.code).sources.map((source) => [source.path, source.text]));
+  const sources = new Map(bundledCode(file, transpiled.code).sources.map((source) => [source.path, source.text]));
   writeTranspiledConfig(file, cwd, transpiled, imports, sources);
   return transpiled;
 }
@@ -445,8 +472,8 @@ const SCRIPT_HEAD = `${STRICT}var ${SCRIPT_NAME} = `;
  * script, undefined. A config that fails to bundle as a module throws a ConfigError.
  */
 async function bundleConfig(file: string, kind: "script"): Promise<ConfigBundle | undefined>;
-async function bundleConfig(file: string, kind: "module"): Promise<ConfigBundle>;
-async function bundleConfig(file: string, kind: TranspiledConfig["kind"]): Promise<ConfigBundle | undefined> {
+async function bundleConfig(file: string, kind: "module", shim?: boolean): Promise<ConfigBundle>;
+async function bundleConfig(file: string, kind: TranspiledConfig["kind"], shim = true): Promise<ConfigBundle | undefined> {
   const { build } = loadEsbuild();
   const url = pathToFileURL(file).href;
   let output;
@@ -462,11 +489,13 @@ async function bundleConfig(file: string, kind: TranspiledConfig["kind"]): Promi
       logLevel: "silent",
       sourcemap: "inline",
       define: { "import.meta.url": JSON.stringify(url), "import.meta.dirname": JSON.stringify(dirname(file)), "import.meta.filename": JSON.stringify(file) },
-      plugins: [skillbakeShim, kind === "script" ? packagesExternal : packagesByPath],
+      plugins: [...(shim ? [skillbakeShim] : []), kind === "script" ? packagesExternal : packagesByPath],
     });
   } catch (error) {
     if (kind === "script") return undefined;
     const first = (error as { errors?: { text: string; detail?: unknown; location?: { file: string; line: number; column: number } }[] }).errors?.[0];
+    // A config that imports more of skillbake than the shim has gets the installed package, as Node would load it.
+    if (shim && first?.text.startsWith(`No matching export in "${SHIM_NAMESPACE}:skillbake"`)) return bundleConfig(file, "module", false);
     // A missing package is reported as a JavaScript config's would be, where Node fails to load it.
     const text = first?.detail === MISSING_PACKAGE ? `the config failed to load: ${first.text}` : first?.text;
     if (first?.location) throw new ConfigError(`${resolve(dirname(file), basename(first.location.file))}:${first.location.line}:${first.location.column + 1}`, text!);
@@ -514,7 +543,7 @@ function loadEsbuild(): typeof import("esbuild") {
 
 /** The config's code as Node runs it, so that a failure can be pointed at the config's own line. */
 interface ConfigCode {
-  /** The module Node imports: the config itself, or esbuild's output for a TypeScript config. */
+  /** The module Node imports: the config itself, or esbuild's output for a bundled one. */
   module: string;
   /** Maps esbuild's output back to the config and the local files it imports. */
   sourceMap?: SourceMap;
@@ -523,7 +552,7 @@ interface ConfigCode {
 }
 
 /** esbuild's inline source map holds the sources' paths (relative to the working folder) and their text. */
-function typeScriptCode(module: string, code: string): ConfigCode {
+function bundledCode(module: string, code: string): ConfigCode {
   const inline = /^\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)$/m.exec(code);
   if (!inline) return { module, sources: [] };
   const payload = JSON.parse(Buffer.from(inline[1]!, "base64").toString("utf8")) as { sources: string[]; sourcesContent?: string[] };
@@ -632,7 +661,7 @@ async function evaluate(file: string, load: () => Promise<unknown>, code: Config
 
 /**
  * `file:line:col` in the config (or a local file it imports) where loading failed: the first stack frame in
- * that code, mapped back through the source map for a TypeScript config; for a package that cannot be found,
+ * that code, mapped back through the source map for a bundled config; for a package that cannot be found,
  * the line that imports it; for a JavaScript syntax error, where esbuild finds it.
  */
 async function failureLocation(error: unknown, code: ConfigCode): Promise<string | undefined> {
