@@ -50,6 +50,8 @@ describe("loadConfig", () => {
     const config = 'import { defineConfig, z } from "skillbake";\nexport default defineConfig({ frontmatter: z.object({ team: z.string() }), agents: { coding: { skills: [{ root: "skills" }] } } });\n';
     for (const [name, tree] of [
       ["skills.config.js", { "package.json": '{ "type": "module" }' }],
+      // No type: Node runs a .js with module syntax as an ES module.
+      ["skills.config.js", { "package.json": '{ "name": "site" }' }],
       ["skills.config.mjs", {}],
     ] as const) {
       const dir = await tempDir();

@@ -361,29 +361,49 @@ async function importConfigFile(file: string, readOnly: boolean): Promise<Import
 }
 
 /**
- * Whether a config is bundled by esbuild: TypeScript, and JavaScript that Node would run as an ES module (`.mjs`, or
- * `.js` where the nearest package.json says `"type": "module"`). Imported by Node instead, an ES module's
- * `import … from "skillbake"` loads the whole package (zod, yaml and the compiler: ~90 ms at every run), where a
- * bundle gets the few lines of it a config uses.
+ * Whether a config is bundled by esbuild: TypeScript, and JavaScript that Node would run as an ES module (`.mjs`; a
+ * `.js` where the nearest package.json says `"type": "module"`, or says no type and the file has module syntax).
+ * Imported by Node instead, an ES module's `import … from "skillbake"` loads the whole package (zod, yaml and the
+ * compiler: ~90 ms at every run), where a bundle gets the few lines of it a config uses.
  */
 function isBundled(file: string): boolean {
   if (file.endsWith(".ts") || file.endsWith(".mts") || file.endsWith(".mjs")) return true;
   if (!file.endsWith(".js")) return false;
+  const type = packageType(file);
+  return type === "module" || (type === undefined && hasModuleSyntax(readFileSync(file, "utf8")));
+}
+
+/** The `type` of the package.json nearest `file`, as Node reads it: undefined for none, or none there. */
+function packageType(file: string): string | undefined {
   for (let dir = dirname(file); ; dir = dirname(dir)) {
     const manifest = readRegularFile(join(dir, "package.json"), { followLinks: true, maxBytes: PACKAGE_JSON_MAX_BYTES });
     if (manifest) {
       try {
-        return (JSON.parse(manifest.toString("utf8")) as { type?: unknown } | null)?.type === "module";
+        const { type } = (JSON.parse(manifest.toString("utf8")) ?? {}) as { type?: unknown };
+        return typeof type === "string" ? type : undefined;
       } catch {
-        return false; // Node reports the package.json it cannot read
+        return "invalid"; // loaded by Node, which reports the package.json it cannot read
       }
     }
-    if (dirname(dir) === dir) return false;
+    if (dirname(dir) === dir) return undefined;
   }
 }
 
-/** A package.json larger than this is not read for its `type` (Node then reports it, or runs the config as CommonJS). */
+/** A package.json larger than this is not read for its `type` (the config is loaded by Node, which reports it). */
 const PACKAGE_JSON_MAX_BYTES = 16 * 1024 * 1024;
+
+/** What V8 says of module syntax in CommonJS: `import`, `export`, `import.meta` and a top-level `await`. */
+const MODULE_SYNTAX_ERRORS = ["Cannot use import statement outside a module", "Unexpected token 'export'", "Cannot use 'import.meta' outside a module", "await is only valid in async functions and the top level bodies of modules"];
+
+/** Whether JavaScript `text` fails to compile as CommonJS for module syntax: Node then runs a `.js` of no package type as an ES module. */
+function hasModuleSyntax(text: string): boolean {
+  try {
+    new Script(`(function (exports, require, module, __filename, __dirname) {${text}\n})`);
+    return false;
+  } catch (error) {
+    return error instanceof SyntaxError && MODULE_SYNTAX_ERRORS.some((message) => error.message.includes(message));
+  }
+}
 
 /**
  * In valid JSON `text`, the first key that JSON.parse would lose or let change the object's meaning: one
