@@ -44,6 +44,11 @@ describe("a config that throws: exit 2 naming the file and line that threw", () 
     expect(commonJs.message).toBe(`skills: ${join(commonJs.dir, "skills.config.js")}:2:15: the config failed to load: Unexpected token ';'`);
   });
 
+  it("JavaScript beside a package.json that cannot be read: loaded by Node, which names it", async () => {
+    const { dir, message } = await failingConfig("skills.config.js", VALID, { "package.json": "{ not json" });
+    expect(message).toMatch(new RegExp(`^skills: ${join(dir, "skills.config.js")}: the config failed to load: Invalid package config ${join(dir, "package.json")}`));
+  });
+
   it("a default export whose getter throws while the config is validated", async () => {
     const { dir, message } = await failingConfig("skills.config.ts", `export default {\n  get agents() { throw new Error("getter boom"); },\n};\n`);
     expect(message).toBe(`skills: ${join(dir, "skills.config.ts")}:2:24: the config failed to load: getter boom`);

@@ -376,20 +376,23 @@ function isBundled(file: string): boolean {
 /** The `type` of the package.json nearest `file`, as Node reads it: undefined for none, or none there. */
 function packageType(file: string): string | undefined {
   for (let dir = dirname(file); ; dir = dirname(dir)) {
-    const manifest = readRegularFile(join(dir, "package.json"), { followLinks: true, maxBytes: PACKAGE_JSON_MAX_BYTES });
+    const path = join(dir, "package.json");
+    const manifest = readRegularFile(path, { followLinks: true, maxBytes: PACKAGE_JSON_MAX_BYTES });
+    // One that is there but cannot be read or parsed: the config is loaded by Node, which reports it.
+    if (!manifest && lstatSync(path, { throwIfNoEntry: false })) return "unreadable";
     if (manifest) {
       try {
         const { type } = (JSON.parse(manifest.toString("utf8")) ?? {}) as { type?: unknown };
         return typeof type === "string" ? type : undefined;
       } catch {
-        return "invalid"; // loaded by Node, which reports the package.json it cannot read
+        return "unreadable";
       }
     }
     if (dirname(dir) === dir) return undefined;
   }
 }
 
-/** A package.json larger than this is not read for its `type` (the config is loaded by Node, which reports it). */
+/** A package.json larger than this is not read for its `type`. */
 const PACKAGE_JSON_MAX_BYTES = 16 * 1024 * 1024;
 
 /** What V8 says of module syntax in CommonJS: `import`, `export`, `import.meta` and a top-level `await`. */
