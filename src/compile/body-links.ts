@@ -32,7 +32,7 @@ export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
   if (!body.includes("](") && !body.includes("]:")) return links;
   let fence: string | undefined;
   // Only the lines that hold a fence or a link are read (found by one search, not a test of every line); the
-  // line breaks before each are counted from the last one read.
+  // line breaks before a link are counted from the last link's line, when one is found.
   let index = 0;
   let counted = 0;
   const notable = new RegExp(NOTABLE);
@@ -40,8 +40,6 @@ export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
     const start = body.lastIndexOf("\n", match.index) + 1;
     const next = body.indexOf("\n", match.index);
     const end = next < 0 ? body.length : next;
-    for (let at = body.indexOf("\n", counted); at !== -1 && at < start; at = body.indexOf("\n", at + 1)) index++;
-    counted = start;
     notable.lastIndex = end + 1;
     const rawLine = body.slice(start, end);
     const fenceMatch = rawLine.includes("```") || rawLine.includes("~~~") ? FENCE.exec(rawLine) : null;
@@ -57,7 +55,10 @@ export function bodyLinks(body: string, bodyLine: number): BodyLink[] {
     const line = withoutCodeSpans(rawLine);
     const found = (target: string, at: number) => {
       const path = linkPath(target);
-      if (path !== undefined) links.push({ path, target, line: bodyLine + index, column: at + 1 });
+      if (path === undefined) return;
+      for (let newline = body.indexOf("\n", counted); newline !== -1 && newline < start; newline = body.indexOf("\n", newline + 1)) index++;
+      counted = start;
+      links.push({ path, target, line: bodyLine + index, column: at + 1 });
     };
     const definition = REFERENCE_DEFINITION.exec(line);
     if (definition) found(definition[1]!, definition.index + definition[0].length - definition[1]!.length);
