@@ -4,7 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { build, BuildSession, buildInSession, check } from "../src/api.js";
-import { agentRowJson, bundleOf, bundleTexts, filesJson, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
+import { agentRowJson, bundleOf, bundleTexts, filesJson, inputLine, renderBundle, type Bundle, type EarlierFile, type Sink } from "../src/bundle/bundle.js";
 import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
@@ -152,6 +152,16 @@ describe("JSON in parts", () => {
         expect(filesJson(files, depth)).toBe(indentedJson(sortedData(files), depth));
       }),
       { numRuns: 2000, seed: 16 },
+    );
+  });
+
+  it("inputLine writes a skill's line of the inputs hash as JSON.stringify writes its file, hash and files' paths and hashes", () => {
+    const text = fc.string({ unit: fc.constantFrom("a", "/", '"', "\\", "é", "😀", "\u0000", "\n", "\ud800", " ") });
+    const file = fc.record({ path: text, sha256: fc.stringMatching(/^[0-9a-f]{0,64}$/), size: fc.nat() });
+    fc.assert(
+      fc.property(text, fc.stringMatching(/^[0-9a-f]{64}$/), fc.array(file, { maxLength: 4 }), (path, hash, files) => {
+        expect(inputLine({ file: path, hash, files })).toBe(`\n${JSON.stringify([path, hash, files.map((entry) => [entry.path, entry.sha256])])}`);
+      }),
     );
   });
 

@@ -273,17 +273,26 @@ function inputsHash(compilation: Compilation, skills: readonly AgentSkill[]): st
   return hash.digest("hex");
 }
 
-/** A skill's line of `inputsHash`, made once for a skill (a watching session's unchanged skill is the same object build after build). */
-function inputLine(skill: AgentSkill): string {
+/**
+ * A skill's line of `inputsHash`: `JSON.stringify([file, hash, [[path, sha256], …]])`, written without the arrays.
+ * Made once for a skill (a watching session's unchanged skill is the same object build after build).
+ * @internal Exported for the test that compares the two.
+ */
+export function inputLine(skill: Pick<AgentSkill, "file" | "hash" | "files">): string {
   let line = inputLines.get(skill);
   if (line === undefined) {
-    line = `\n${JSON.stringify([skill.file, skill.hash, skill.files.map((entry) => [entry.path, entry.sha256])])}`;
+    line = `\n[${JSON.stringify(skill.file)},${JSON.stringify(skill.hash)},[`;
+    for (let index = 0; index < skill.files.length; index++) {
+      const { path, sha256 } = skill.files[index]!;
+      line += `${index === 0 ? "" : ","}[${JSON.stringify(path)},${JSON.stringify(sha256)}]`;
+    }
+    line += "]]";
     inputLines.set(skill, line);
   }
   return line;
 }
 
-const inputLines = new WeakMap<AgentSkill, string>();
+const inputLines = new WeakMap<object, string>();
 
 /** The config's `frontmatter` schema by its JSON Schema: what the bundle's types are written from. */
 function schemaAsJson(_key: string, value: unknown): unknown {
