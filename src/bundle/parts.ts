@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { escapeRuns } from "../compile/ascii.js";
+import { defineOwn } from "../compile/validate.js";
 
 /**
  * Text in parts (see `Part`) and the JSON writer that makes them: the manifest and the modules are JSON (or
@@ -260,16 +261,11 @@ function sortedCopy(value: unknown, holes: Hole[] | undefined): unknown {
     const member = sortedCopy(item, holes);
     if (member !== item && !copy) {
       copy = {};
-      for (let earlier = 0; earlier < index; earlier++) setOwn(copy, keys[earlier]!, record[keys[earlier]!]);
+      for (let earlier = 0; earlier < index; earlier++) defineOwn(copy, keys[earlier]!, record[keys[earlier]!]);
     }
-    if (copy) setOwn(copy, key, member);
+    if (copy) defineOwn(copy, key, member);
   }
   return copy ?? value;
-}
-
-function setOwn(record: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === "__proto__") Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
-  else record[key] = value;
 }
 
 /** Characters JSON.stringify escapes in a string, besides `"`, `\` and line feed; and surrogates, lone ones of which it escapes. */

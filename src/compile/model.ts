@@ -19,10 +19,13 @@ function splitTools(list: string): string[] {
   return list.match(/(?:[^\s,(]+|\([^)]*\)?)+/g) ?? [];
 }
 
+/** The Agent Skills spec's limit on `compatibility`, in characters. */
+export const MAX_COMPATIBILITY_LENGTH = 500;
+
 /** Each field's schema is built when first read: a build validates the fields its skills set, and builds no others. */
 export const optionalFields = lazyProperties({
   license: () => z.string().describe("License name, or the file in the skill folder that holds it."),
-  compatibility: () => z.string().max(500).describe("Environment requirements: products, system packages, network access."),
+  compatibility: () => z.string().max(MAX_COMPATIBILITY_LENGTH).describe("Environment requirements: products, system packages, network access."),
   metadata: () => z.record(z.string(), z.string()).describe("Any further string properties, e.g. author."),
   "allowed-tools": () => toolList().describe("Tools the skill may use without asking: a list, or a space- or comma-separated string."),
   "disable-model-invocation": () => z.boolean().describe("true: only a user can invoke the skill; it is left out of the catalogue and the skill tool."),
@@ -34,6 +37,50 @@ export const optionalFields = lazyProperties({
   version: () => z.string().describe("The skill's version, as text (quote numbers: \"1.0\")."),
   tags: () => z.array(z.string()).describe("Labels for catalogues and dashboards."),
 });
+
+/**
+ * The data `optionalFields[key].safeParse(value)` gives (an equal value) when it is a success, for the values
+ * frontmatter mostly holds (a string, a boolean, a list of strings, a map of strings): told by their type, without
+ * zod, which takes ~10 µs a field in a build's first thousands of calls. Undefined for anything else (and for
+ * `allowed-tools`, which zod transforms), which zod then parses, and explains when it is invalid.
+ */
+export function plainFieldValue(key: OptionalFieldName, value: unknown): { success: true; data: unknown } | undefined {
+  switch (key) {
+    case "license":
+    case "argument-hint":
+    case "agent":
+    case "model":
+    case "version":
+      return typeof value === "string" ? { success: true, data: value } : undefined;
+    case "compatibility":
+      return typeof value === "string" && value.length <= MAX_COMPATIBILITY_LENGTH ? { success: true, data: value } : undefined;
+    case "disable-model-invocation":
+    case "user-invocable":
+      return typeof value === "boolean" ? { success: true, data: value } : undefined;
+    case "context":
+      return value === "inline" || value === "fork" ? { success: true, data: value } : undefined;
+    case "tags":
+      return isStringList(value) ? { success: true, data: value } : undefined;
+    case "metadata":
+      return isStringMap(value) ? { success: true, data: value } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** An array of strings, every index held. */
+function isStringList(value: unknown): value is string[] {
+  if (!Array.isArray(value)) return false;
+  for (let index = 0; index < value.length; index++) if (typeof value[index] !== "string") return false;
+  return true;
+}
+
+/** A plain object of string values, without a `__proto__` key (zod's record leaves that one out). */
+function isStringMap(value: unknown): value is Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  if (Object.hasOwn(value, "__proto__") || Object.getOwnPropertySymbols(value).length > 0) return false;
+  return Object.values(value).every((item) => typeof item === "string");
+}
 
 export const MAX_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
