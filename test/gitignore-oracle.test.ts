@@ -75,6 +75,13 @@ const tree: fc.Arbitrary<Tree> = fc
     return { files, dirs: [...dirs], gitignores };
   });
 
+/** Trees whose .gitignore files hold plain names only (a name, a folder name, comments, blank lines, CRLF): no matcher needed. */
+const plainName = fc.tuple(fc.constantFrom("a", "b", "ab", "A", "x-wip", "c.log", "SKILL.md"), fc.constantFrom("", "/"), fc.constantFrom("\n", "\r\n"));
+const plainText = fc.array(fc.oneof({ weight: 6, arbitrary: plainName.map(([name, slash, end]) => `${name}${slash}${end}`) }, { weight: 1, arbitrary: fc.constantFrom("\n", "# a\n") }), { minLength: 1, maxLength: 4 }).map((lines) => lines.join(""));
+const plainTree: fc.Arbitrary<Tree> = fc
+  .record({ base: tree, texts: fc.array(plainText, { minLength: 4, maxLength: 4 }) })
+  .map(({ base, texts }) => ({ ...base, gitignores: new Map([...base.gitignores.keys()].map((dir, index) => [dir, texts[index % texts.length]!])) }));
+
 /** More runs for a deeper search: `ORACLE_RUNS=5000 npx vitest run test/gitignore-oracle.test.ts`. */
 const RUNS = Number(process.env.ORACLE_RUNS ?? 120);
 const TIMEOUT = Math.max(60_000, RUNS * 200);
@@ -194,6 +201,11 @@ const EXAMPLES: Record<string, Tree> = {
     { "": "drafts/\nc.log\r\n# a comment\n\nx-wip\n" },
   ),
   "a root .gitignore of plain names but one (a wildcard), and plain names in a deeper file": treeOf(["a/b", "b/a", "sub/a", "sub/b/c", "c.log", "SKILL.md"], { "": "a\nb/\n*.log\n", sub: "b\n" }),
+  "plain names in files at several depths: each reaches only the names below its folder": treeOf(
+    ["a/b/x", "a/b/c/x", "a/c/x", "b/x", "a/b/a/x", "c/a/b", "a/x-wip/y", "x-wip", "SKILL.md"],
+    { "": "x-wip\n", a: "c/\n", "a/b": "a\nx\n", c: "b\r\n" },
+  ),
+  "plain names in a deeper file below a wildcard, and a wildcard below plain names": treeOf(["a/b/x", "a/b/c.log", "a/c.log", "b/a/c.log", "b/a/x", "SKILL.md"], { "": "*.log\n", a: "x\n", b: "a/\n", "b/a": "*.log\n" }),
   "plain names that are only dots, or hold a space": treeOf([".../x", "a b/x", "a/x", "SKILL.md"], { "": "...\na b\n..\n" }),
   "** at the start, in the middle and at the end of a deeper file's pattern": treeOf(["sub/a/x/b", "sub/a/b", "sub/b", "sub/q/a", "sub/a/q", "SKILL.md"], { sub: "**/b\na/**/b\na/**\n!a/q\n" }),
 };
@@ -208,6 +220,10 @@ describe(".gitignore verdicts, against git", () => {
 
   it("each path's verdict is git check-ignore's on random trees: nested files, negations, anchors, folder patterns, escapes", () => {
     fc.assert(fc.property(tree, expectVerdictsOfGit), { numRuns: RUNS });
+  }, TIMEOUT);
+
+  it("each path's verdict is git check-ignore's on random trees whose .gitignore files hold plain names only", () => {
+    fc.assert(fc.property(plainTree, expectVerdictsOfGit), { numRuns: RUNS });
   }, TIMEOUT);
 
   it("discovery keeps the skills and files git keeps, on random trees", () => {

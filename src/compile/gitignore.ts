@@ -50,8 +50,10 @@ export function withGitignore(outer: GitignoreRules, relDir: string, file: Uint8
   if (outer) rules.add(outer);
   const matcher = rules.add(added);
   patternsOf.set(matcher, patterns);
-  const names = outer === undefined && relDir === "" ? plainNames(text) : undefined;
-  if (names) namesOf.set(matcher, names);
+  // Plain names here and in every file above: the union of their scopes decides (no negation can re-include).
+  const outerScopes = outer === undefined ? [] : scopesOf.get(outer);
+  const names = outerScopes && plainNames(text, relDir);
+  if (outerScopes && names) scopesOf.set(matcher, [...outerScopes, names]);
   return matcher;
 }
 
@@ -86,35 +88,42 @@ export function costlyPatternLine(text: string): number | undefined {
   return undefined;
 }
 
-/** Whether git would leave out `rel` (relative to the root, `/`-separated), a folder when `isDir`. */
+/**
+ * Whether git would leave out `rel` (relative to the root, `/`-separated), a folder when `isDir`: a path below the
+ * folder `rules` were made for, as a walk asks of the paths it finds there.
+ */
 export function isIgnored(rules: GitignoreRules, rel: string, isDir: boolean): boolean {
   if (rules === undefined) return false;
   // Told apart before the matcher is asked, which would keep every path it is asked about, in every walk.
   if (rules === EVERYTHING_IGNORED) return true;
-  const names = namesOf.get(rules);
-  return names ? ignoredByName(names, rel, isDir) : rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
+  const scopes = scopesOf.get(rules);
+  return scopes ? scopes.some((names) => ignoredByName(names, rel, isDir)) : rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
 }
 
 /**
- * The root's .gitignore when it holds nothing but plain names (`drafts/`, `node_modules`, `notes.txt`: no wildcard,
- * escape, negation, anchor or space), as most do: a path is left out when one of its names is one of them (a folder
- * name, or its own name; a name with a trailing slash only when a folder). The matcher's way to the same verdict
- * tests each folder above a path and caches every path it was asked about: ~120 ms of a walk of 10,000 skills.
+ * A .gitignore that holds nothing but plain names (`drafts/`, `node_modules`, `notes.txt`: no wildcard, escape,
+ * negation, anchor or space), as most do: a path below its folder is left out when one of its names below that
+ * folder is one of them (a folder name, or its own name; a name with a trailing slash only when a folder). The
+ * matcher's way to the same verdict tests each folder above a path and caches every path it was asked about: ~120
+ * ms of a walk of 10,000 skills.
  */
 interface PlainNames {
+  /** The folder of the .gitignore, relative to the root ("" for the root). */
+  relDir: string;
   /** Names that match files and folders. */
   any: Set<string>;
   /** Names that match folders only. */
   folders: Set<string>;
 }
 
-const namesOf = new WeakMap<Ignore, PlainNames>();
+/** The rules of .gitignore files of plain names only, each file's names: they take the matcher's place. */
+const scopesOf = new WeakMap<Ignore, readonly PlainNames[]>();
 
 /** A line of a plain name, as git reads it (not one of dots only); a CR before the line's end is not part of it. */
 const PLAIN_NAME_LINE = /^(?!\.+\/?\r?$)([A-Za-z0-9._-]+)(\/?)\r?$/;
 
-function plainNames(text: string): PlainNames | undefined {
-  const names: PlainNames = { any: new Set(), folders: new Set() };
+function plainNames(text: string, relDir: string): PlainNames | undefined {
+  const names: PlainNames = { relDir, any: new Set(), folders: new Set() };
   for (const line of text.split("\n")) {
     if (line === "" || line === "\r" || line.startsWith("#")) continue;
     const match = PLAIN_NAME_LINE.exec(line);
@@ -124,9 +133,10 @@ function plainNames(text: string): PlainNames | undefined {
   return names;
 }
 
-function ignoredByName({ any, folders }: PlainNames, rel: string, isDir: boolean): boolean {
-  let start = 0;
-  for (let slash = rel.indexOf("/"); slash !== -1; start = slash + 1, slash = rel.indexOf("/", start)) {
+function ignoredByName({ relDir, any, folders }: PlainNames, rel: string, isDir: boolean): boolean {
+  // A file's names reach only the names below its folder (`rel` is below it: see `isIgnored`).
+  let start = relDir === "" ? 0 : relDir.length + 1;
+  for (let slash = rel.indexOf("/", start); slash !== -1; start = slash + 1, slash = rel.indexOf("/", start)) {
     const folder = rel.slice(start, slash);
     if (any.has(folder) || folders.has(folder)) return true;
   }
