@@ -7,7 +7,7 @@ import { customFieldsJsonSchema, isObjectSchema } from "../compile/custom-fields
 import { compareStrings } from "../compile/diagnostics.js";
 import { copyOf } from "../compile/parse.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
-import { entryKey, moduleFiles, placedElsewhere } from "./module.js";
+import { entryKey, inputLine, moduleFiles, placedElsewhere } from "./module.js";
 import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity, SkillFile } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
@@ -272,27 +272,6 @@ function inputsHash(compilation: Compilation, skills: readonly AgentSkill[]): st
   for (const skill of skills) hash.update(inputLine(skill));
   return hash.digest("hex");
 }
-
-/**
- * A skill's line of `inputsHash`: `JSON.stringify([file, hash, [[path, sha256], …]])`, written without the arrays.
- * Made once for a skill (a watching session's unchanged skill is the same object build after build).
- * @internal Exported for the test that compares the two.
- */
-export function inputLine(skill: Pick<AgentSkill, "file" | "hash" | "files">): string {
-  let line = inputLines.get(skill);
-  if (line === undefined) {
-    line = `\n[${JSON.stringify(skill.file)},${JSON.stringify(skill.hash)},[`;
-    for (let index = 0; index < skill.files.length; index++) {
-      const { path, sha256 } = skill.files[index]!;
-      line += `${index === 0 ? "" : ","}[${JSON.stringify(path)},${JSON.stringify(sha256)}]`;
-    }
-    line += "]]";
-    inputLines.set(skill, line);
-  }
-  return line;
-}
-
-const inputLines = new WeakMap<object, string>();
 
 /** The config's `frontmatter` schema by its JSON Schema: what the bundle's types are written from. */
 function schemaAsJson(_key: string, value: unknown): unknown {

@@ -312,6 +312,27 @@ function embeddedFile(file: SkillFolderRecord, bytes: Buffer): ServedFile {
 /** Throws on bytes that are not UTF-8, and keeps a byte order mark as the character it is. */
 const EXACT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/**
+ * A skill's line of `inputsHash`: `JSON.stringify([file, hash, [[path, sha256], …]])`, written without the arrays.
+ * Made once for a skill (a watching session's unchanged skill is the same object build after build).
+ * @internal Exported for the test that compares the two.
+ */
+export function inputLine(skill: Pick<AgentSkill, "file" | "hash" | "files">): string {
+  let line = inputLines.get(skill);
+  if (line === undefined) {
+    line = `\n[${JSON.stringify(skill.file)},${JSON.stringify(skill.hash)},[`;
+    for (let index = 0; index < skill.files.length; index++) {
+      const { path, sha256 } = skill.files[index]!;
+      line += `${index === 0 ? "" : ","}[${JSON.stringify(path)},${JSON.stringify(sha256)}]`;
+    }
+    line += "]]";
+    inputLines.set(skill, line);
+  }
+  return line;
+}
+
+const inputLines = new WeakMap<object, string>();
+
 const entryKeys = new WeakMap<AgentSkill, string>();
 
 /**
@@ -319,12 +340,14 @@ const entryKeys = new WeakMap<AgentSkill, string>();
  * can copy an entry of the same key: its SKILL.md (its path and the sha256 of its bytes, which give its name,
  * description, fields, extra and body under the parse settings that key the build cache the entries' places are
  * kept in), where it is placed (location, base folder, staged copy) and its other files (path, size, sha256); with
- * a `frontmatter` schema, also the fields it output, as its transforms are code.
+ * a `frontmatter` schema, also the fields it output, as its transforms are code. The SKILL.md and the files' paths
+ * and hashes come from the skill's line of the inputs hash (`inputLine`), made once for both.
  */
 export function entryKey(skill: AgentSkill, frontmatterSchema: boolean, served = false): string {
   let key = entryKeys.get(skill);
   if (key === undefined) {
-    key = sha256Hex(JSON.stringify([skill.file, skill.hash, skill.location, skill.baseDir, skill.staged ?? null, skill.files, frontmatterSchema ? skill.fields : null]));
+    const sizes = skill.files.map((file) => file.size);
+    key = sha256Hex(`${inputLine(skill)}\n${JSON.stringify([skill.location, skill.baseDir, skill.staged ?? null, sizes, frontmatterSchema ? skill.fields : null])}`);
     entryKeys.set(skill, key);
   }
   // A served skill's record embeds its files and frontmatter, which follow from the same hashes.
