@@ -10,7 +10,7 @@ import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
 import { compareBundle } from "../src/bundle/emit.js";
-import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, Slot, sortedData, stableJson, Written } from "../src/bundle/parts.js";
+import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, quoted, Slot, sortedData, stableJson, Written } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -127,6 +127,20 @@ describe("JSON in parts", () => {
         expect(ascii).toBe(/^[\u0000-\u007f]*$/.test(value) ? json : undefined);
       }),
       { numRuns: 3000, seed: 13 },
+    );
+  });
+
+  it("quoted is JSON.stringify of any string: plain text, and text with quotes, backslashes, control characters or surrogates, paired or lone", () => {
+    const unit = fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom("a", "/", ".", "-", " ", "é", "\u007f", "\u2028") },
+      { weight: 1, arbitrary: fc.constantFrom('"', "\\", "\n", "\t", "\u0000", "\u001f", "\ud800", "\udc00", "😀") },
+      { weight: 1, arbitrary: fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)) },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit }), (value) => {
+        expect(quoted(value)).toBe(JSON.stringify(value));
+      }),
+      { numRuns: 3000, seed: 15 },
     );
   });
 

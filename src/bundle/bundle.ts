@@ -8,7 +8,7 @@ import { compareStrings } from "../compile/diagnostics.js";
 import { copyOf } from "../compile/parse.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, inputLine, moduleFiles, placedElsewhere } from "./module.js";
-import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
+import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, quoted, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity, SkillFile } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
 import { PrefixHash, type HashCheckpoints } from "./prefix-hash.js";
@@ -169,28 +169,28 @@ interface AgentRow {
 export function agentRowJson(row: AgentRow, depth: number): string {
   const field = `\n${"  ".repeat(depth + 1)}`;
   let text = "{";
-  if (row.baseDir !== undefined) text += `${field}"baseDir": ${JSON.stringify(row.baseDir)},`;
-  text += `${field}"file": ${JSON.stringify(row.file)},${field}"listed": ${JSON.stringify(row.listed)},`;
-  if (row.location !== undefined) text += `${field}"location": ${JSON.stringify(row.location)},`;
-  text += `${field}"mode": ${JSON.stringify(row.mode)},${field}"name": ${JSON.stringify(row.name)},${field}"source": ${JSON.stringify(row.source)}`;
-  if (row.staged !== undefined) text += `,${field}"staged": ${JSON.stringify(row.staged)}`;
+  if (row.baseDir !== undefined) text += `${field}"baseDir": ${quoted(row.baseDir)},`;
+  text += `${field}"file": ${quoted(row.file)},${field}"listed": ${JSON.stringify(row.listed)},`;
+  if (row.location !== undefined) text += `${field}"location": ${quoted(row.location)},`;
+  text += `${field}"mode": ${quoted(row.mode)},${field}"name": ${quoted(row.name)},${field}"source": ${JSON.stringify(row.source)}`;
+  if (row.staged !== undefined) text += `,${field}"staged": ${quoted(row.staged)}`;
   return `${text}\n${"  ".repeat(depth)}}`;
 }
 
 /**
  * A skill's record in the manifest, `depth` levels deep, as `jsonParts` would write the object of its keys (sorted,
- * two-space indented) with its body in a slot: written for this shape, each string value by JSON.stringify.
+ * two-space indented) with its body in a slot: written for this shape, each string value by `quoted`.
  */
 function manifestSkill(skill: AgentSkill, body: number, depth: number): Part[] {
   const line = `,\n${"  ".repeat(depth + 1)}`;
   const nested = (value: unknown) => indentedJson(sortedData(value), depth + 1);
   return [
-    `{${line.slice(1)}"baseDir": ${JSON.stringify(skill.baseDir)}${line}"body": `,
+    `{${line.slice(1)}"baseDir": ${quoted(skill.baseDir)}${line}"body": `,
     { body, ascii: false },
-    `${line}"description": ${JSON.stringify(skill.description)}${line}"extra": ${nested(skill.extra)}${line}"fields": ${nested(skill.fields)}` +
-      `${line}"file": ${JSON.stringify(skill.file)}${line}"files": ${filesJson(skill.files, depth + 1)}${line}"hash": ${JSON.stringify(skill.hash)}` +
-      `${line}"location": ${JSON.stringify(skill.location)}${line}"name": ${JSON.stringify(skill.name)}` +
-      `${skill.staged ? `${line}"staged": ${JSON.stringify(skill.staged)}` : ""}${line}"structure": ${nested(summarizeStructure(skill.files))}\n${"  ".repeat(depth)}}`,
+    `${line}"description": ${quoted(skill.description)}${line}"extra": ${nested(skill.extra)}${line}"fields": ${nested(skill.fields)}` +
+      `${line}"file": ${quoted(skill.file)}${line}"files": ${filesJson(skill.files, depth + 1)}${line}"hash": ${quoted(skill.hash)}` +
+      `${line}"location": ${quoted(skill.location)}${line}"name": ${quoted(skill.name)}` +
+      `${skill.staged ? `${line}"staged": ${quoted(skill.staged)}` : ""}${line}"structure": ${nested(summarizeStructure(skill.files))}\n${"  ".repeat(depth)}}`,
   ];
 }
 
@@ -206,7 +206,7 @@ export function filesJson(files: readonly SkillFile[], depth: number): string {
   let text = "[";
   for (let index = 0; index < files.length; index++) {
     const { path, sha256, size } = files[index]!;
-    text += `${index === 0 ? "" : ","}${item}{${field}"path": ${JSON.stringify(path)},${field}"sha256": ${JSON.stringify(sha256)},${field}"size": ${JSON.stringify(size)}${item}}`;
+    text += `${index === 0 ? "" : ","}${item}{${field}"path": ${quoted(path)},${field}"sha256": ${quoted(sha256)},${field}"size": ${JSON.stringify(size)}${item}}`;
   }
   return `${text}\n${"  ".repeat(depth)}]`;
 }

@@ -4,7 +4,7 @@ import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { readRecordedFile, sha256Hex } from "../compile/resources.js";
-import { asciiOnly, Each, jsonParts, jsonText, lazyParts, MODULE_STYLE, Slot, sortedData, type BundleFile, type Part } from "./parts.js";
+import { asciiOnly, Each, jsonParts, jsonText, lazyParts, MODULE_STYLE, quoted, Slot, sortedData, type BundleFile, type Part } from "./parts.js";
 import { pathIn, relativeTo } from "../compile/discover.js";
 import { FileSystemError } from "../compile/fs-error.js";
 import type { AgentData, ServedData, ServedFile, SkillFile, SkillTable } from "../runtime/helpers.js";
@@ -320,10 +320,10 @@ const EXACT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 export function inputLine(skill: Pick<AgentSkill, "file" | "hash" | "files">): string {
   let line = inputLines.get(skill);
   if (line === undefined) {
-    line = `\n[${JSON.stringify(skill.file)},${JSON.stringify(skill.hash)},[`;
+    line = `\n[${quoted(skill.file)},${quoted(skill.hash)},[`;
     for (let index = 0; index < skill.files.length; index++) {
       const { path, sha256 } = skill.files[index]!;
-      line += `${index === 0 ? "" : ","}[${JSON.stringify(path)},${JSON.stringify(sha256)}]`;
+      line += `${index === 0 ? "" : ","}[${quoted(path)},${quoted(sha256)}]`;
     }
     line += "]]";
     inputLines.set(skill, line);
@@ -383,13 +383,18 @@ function skillFile(skill: AgentSkill, body: Slot | string, served: unknown): Rec
  * it in the module style, written for this shape.
  */
 function recordParts(skill: AgentSkill, body: number): Part[] {
-  const files = skill.files.map(({ path, size }) => ({ path, size }));
+  let files = "[";
+  for (let index = 0; index < skill.files.length; index++) {
+    const { path, size } = skill.files[index]!;
+    files += `${index === 0 ? "" : ","}{"path":${quoted(path)},"size":${JSON.stringify(size)}}`;
+  }
+  files += "]";
   return [
-    literal(`{"baseDir":${JSON.stringify(skill.baseDir)},"body":`),
+    literal(`{"baseDir":${quoted(skill.baseDir)},"body":`),
     { body, ascii: true },
     literal(
-      `,"description":${JSON.stringify(skill.description)},"extra":${JSON.stringify(sortedData(skill.extra))},"fields":${JSON.stringify(sortedData(skill.fields))}` +
-        `,"file":${JSON.stringify(skill.file)},"files":${JSON.stringify(files)},"hash":${JSON.stringify(skill.hash)},"location":${JSON.stringify(skill.location)},"name":${JSON.stringify(skill.name)}}`,
+      `,"description":${quoted(skill.description)},"extra":${JSON.stringify(sortedData(skill.extra))},"fields":${JSON.stringify(sortedData(skill.fields))}` +
+        `,"file":${quoted(skill.file)},"files":${files},"hash":${quoted(skill.hash)},"location":${quoted(skill.location)},"name":${quoted(skill.name)}}`,
     ),
   ];
 }
