@@ -230,3 +230,26 @@ describe(".gitignore verdicts, against git", () => {
     fc.assert(fc.property(tree, expectDiscoveryOfGit), { numRuns: RUNS });
   }, TIMEOUT);
 });
+
+describe(".gitignore files of plain names, one in each of many nested folders", () => {
+  it("a path's verdict costs a lookup per name, not one per name and file above it", () => {
+    // 256 folders deep (the deepest a walk goes), each with its own name to leave out: the tests a walk counts
+    // for them (see MAX_GITIGNORE_TESTS) stay under its limit, so a pull request can make this tree.
+    const depth = 256;
+    let rules: GitignoreRules;
+    for (let level = 0; level <= depth; level++) {
+      const made = withGitignore(rules, Array.from({ length: level }, () => "d").join("/"), Buffer.from(`n${level}\n`));
+      if ("patterns" in made || "costlyLine" in made) throw new Error("not honoured");
+      rules = made;
+    }
+    const folder = Array.from({ length: depth }, () => "d").join("/");
+    const started = performance.now();
+    let ignored = 0;
+    for (let file = 0; file < 20_000; file++) if (isIgnored(rules, `${folder}/f${file}`, false)) ignored++;
+    const took = performance.now() - started;
+    expect(ignored).toBe(0);
+    expect(isIgnored(rules, `${folder}/n0`, false)).toBe(true);
+    expect(isIgnored(rules, `${folder}/n${depth}`, false)).toBe(true);
+    expect(took).toBeLessThan(2_000); // ~5 million lookups; one per name and file above it would be ~650 million
+  });
+});

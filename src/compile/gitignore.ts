@@ -50,10 +50,10 @@ export function withGitignore(outer: GitignoreRules, relDir: string, file: Uint8
   if (outer) rules.add(outer);
   const matcher = rules.add(added);
   patternsOf.set(matcher, patterns);
-  // Plain names here and in every file above: the union of their scopes decides (no negation can re-include).
+  // Plain names here and in every file above: their names decide (no negation can re-include).
   const outerScopes = outer === undefined ? [] : scopesOf.get(outer);
-  const names = outerScopes && plainNames(text, relDir);
-  if (outerScopes && names) scopesOf.set(matcher, [...outerScopes, names]);
+  const names = outerScopes && plainNames(text, relDir, outerScopes.at(-1));
+  if (outerScopes && names) scopesOf.set(matcher, names === outerScopes.at(-1) ? outerScopes : [...outerScopes, names]);
   return matcher;
 }
 
@@ -97,7 +97,7 @@ export function isIgnored(rules: GitignoreRules, rel: string, isDir: boolean): b
   // Told apart before the matcher is asked, which would keep every path it is asked about, in every walk.
   if (rules === EVERYTHING_IGNORED) return true;
   const scopes = scopesOf.get(rules);
-  return scopes ? scopes.some((names) => ignoredByName(names, rel, isDir)) : rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
+  return scopes ? ignoredByName(scopes, rel, isDir) : rules.ignores(bytesOf(isDir ? `${rel}/` : rel));
 }
 
 /**
@@ -108,40 +108,49 @@ export function isIgnored(rules: GitignoreRules, rel: string, isDir: boolean): b
  * ms of a walk of 10,000 skills.
  */
 interface PlainNames {
-  /** The folder of the .gitignore, relative to the root ("" for the root). */
-  relDir: string;
-  /** Names that match files and folders. */
+  /** How many names deep the .gitignore's folder is (0 for the root): its names reach the names below that depth. */
+  depth: number;
+  /** Names that match files and folders: this file's and those of the files above it. */
   any: Set<string>;
-  /** Names that match folders only. */
+  /** Names that match folders only: this file's and those of the files above it. */
   folders: Set<string>;
 }
 
-/** The rules of .gitignore files of plain names only, each file's names: they take the matcher's place. */
+/**
+ * The rules of .gitignore files of plain names only: each file's names with those above it, shallowest file first
+ * (a file without a name adds none). A path's names are each looked up once, in the names that reach their depth.
+ */
 const scopesOf = new WeakMap<Ignore, readonly PlainNames[]>();
 
 /** A line of a plain name, as git reads it (not one of dots only); a CR before the line's end is not part of it. */
 const PLAIN_NAME_LINE = /^(?!\.+\/?\r?$)([A-Za-z0-9._-]+)(\/?)\r?$/;
 
-function plainNames(text: string, relDir: string): PlainNames | undefined {
-  const names: PlainNames = { relDir, any: new Set(), folders: new Set() };
+function plainNames(text: string, relDir: string, above: PlainNames | undefined): PlainNames | undefined {
+  const names: PlainNames = { depth: relDir === "" ? 0 : relDir.split("/").length, any: new Set(above?.any), folders: new Set(above?.folders) };
+  const inherited = names.any.size + names.folders.size;
   for (const line of text.split("\n")) {
     if (line === "" || line === "\r" || line.startsWith("#")) continue;
     const match = PLAIN_NAME_LINE.exec(line);
     if (!match) return undefined;
     (match[2] ? names.folders : names.any).add(match[1]!);
   }
-  return names;
+  // A file that adds no name leaves the names as they were above it: those reach its folder's names already.
+  return above && names.any.size + names.folders.size === inherited ? above : names;
 }
 
-function ignoredByName({ relDir, any, folders }: PlainNames, rel: string, isDir: boolean): boolean {
-  // A file's names reach only the names below its folder (`rel` is below it: see `isIgnored`).
-  let start = relDir === "" ? 0 : relDir.length + 1;
-  for (let slash = rel.indexOf("/", start); slash !== -1; start = slash + 1, slash = rel.indexOf("/", start)) {
-    const folder = rel.slice(start, slash);
-    if (any.has(folder) || folders.has(folder)) return true;
+function ignoredByName(scopes: readonly PlainNames[], rel: string, isDir: boolean): boolean {
+  // `rel` is below every scope's folder (see `isIgnored`): the names at depth d are looked up in the last scope
+  // shallower than d, which holds the names of all the files above it too.
+  let scope = -1;
+  for (let depth = 1, start = 0; ; depth++) {
+    while (scope + 1 < scopes.length && scopes[scope + 1]!.depth < depth) scope++;
+    const slash = rel.indexOf("/", start);
+    const name = slash === -1 ? rel.slice(start) : rel.slice(start, slash);
+    const names = scopes[scope];
+    if (slash === -1) return names !== undefined && (names.any.has(name) || (isDir && names.folders.has(name)));
+    if (names !== undefined && (names.any.has(name) || names.folders.has(name))) return true;
+    start = slash + 1;
   }
-  const name = rel.slice(start);
-  return any.has(name) || (isDir && folders.has(name));
 }
 
 /** UTF-8's byte order mark, as Latin-1: git skips it at the start of a .gitignore. */
