@@ -125,6 +125,12 @@ const scopesOf = new WeakMap<Ignore, readonly PlainNames[]>();
 /** A line of a plain name, as git reads it (not one of dots only); a CR before the line's end is not part of it. */
 const PLAIN_NAME_LINE = /^(?!\.+\/?\r?$)([A-Za-z0-9._-]+)(\/?)\r?$/;
 
+/**
+ * The most names a .gitignore below another may hold with those above it and still be read as plain names: each
+ * such file holds a copy of them. Past it, the matcher decides (the public catalogues' files hold up to 8).
+ */
+const MAX_NESTED_PLAIN_NAMES = 64;
+
 function plainNames(text: string, relDir: string, above: PlainNames | undefined): PlainNames | undefined {
   const names: PlainNames = { depth: relDir === "" ? 0 : relDir.split("/").length, any: new Set(above?.any), folders: new Set(above?.folders) };
   const inherited = names.any.size + names.folders.size;
@@ -133,6 +139,7 @@ function plainNames(text: string, relDir: string, above: PlainNames | undefined)
     const match = PLAIN_NAME_LINE.exec(line);
     if (!match) return undefined;
     (match[2] ? names.folders : names.any).add(match[1]!);
+    if (above && names.any.size + names.folders.size > MAX_NESTED_PLAIN_NAMES) return undefined;
   }
   // A file that adds no name leaves the names as they were above it: those reach its folder's names already.
   return above && names.any.size + names.folders.size === inherited ? above : names;
