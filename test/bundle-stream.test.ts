@@ -10,7 +10,7 @@ import { readCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, type FilePlaces } from "../src/compile/cache.js";
 import { loadConfig } from "../src/compile/config.js";
 import { compareBundle } from "../src/bundle/emit.js";
-import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, quoted, Slot, sortedData, stableJson, Written } from "../src/bundle/parts.js";
+import { asciiOnly, Each, escapePastAscii, indentedJson, jsonParts, jsonString, jsonText, MANIFEST_STYLE, MODULE_STYLE, plainJson, quoted, Slot, sortedData, stableJson, Written } from "../src/bundle/parts.js";
 import { skillMd, tempDir, writeTree } from "./helpers.js";
 
 /** The manifest's layout as it was first defined: JSON.stringify of a key-sorted copy, indented by 2. */
@@ -141,6 +141,45 @@ describe("JSON in parts", () => {
         expect(quoted(value)).toBe(JSON.stringify(value));
       }),
       { numRuns: 3000, seed: 15 },
+    );
+  });
+
+  it("plainJson writes what JSON.stringify writes of the sorted copy, compact or indented at any depth, or leaves the value to it", () => {
+    const key = fc.oneof(fc.constantFrom("a", "b", "B", "__proto__", "constructor", "toJSON", "0", "2", "10", "01", "-1", "1.5", "4294967294", "4294967295", "é", ""), fc.string());
+    const leaf = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constantFrom(undefined, -0, Number.NaN, Infinity, 1e21, 5e-7));
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: "small", withCrossShrink: true }, leaf, tie("array"), tie("record"), tie("odd")),
+      array: fc.oneof(fc.array(tie("value"), { maxLength: 4 }), fc.sparseArray(tie("value"), { maxLength: 4 })),
+      record: fc.tuple(fc.array(fc.tuple(key, tie("value")), { maxLength: 5 }), fc.boolean()).map(([entries, bare]) => {
+        const record: Record<string, unknown> = bare ? Object.create(null) : {};
+        for (const [name, item] of entries) Object.defineProperty(record, name, { value: item, enumerable: true, writable: true, configurable: true });
+        return record;
+      }),
+      odd: fc.constantFrom(new Date(0), new String("x"), { toJSON: () => "j" }, Object.create({ inherited: 1 }), () => 1, 10n),
+    }));
+    fc.assert(
+      fc.property(value, fc.nat(3), (input, depth) => {
+        const generic = (write: () => string | undefined): string | undefined => {
+          try {
+            return write();
+          } catch {
+            return "(throws)";
+          }
+        };
+        const compact = plainJson(input);
+        if (compact !== undefined) expect(compact).toBe(generic(() => JSON.stringify(sortedData(input))));
+        const indented = plainJson(input, "  ".repeat(depth));
+        if (indented !== undefined) expect(indented).toBe(generic(() => indentedJson(sortedData(input), depth)));
+      }),
+      { numRuns: 3000, seed: 16 },
+    );
+    // Plain data is written by it, whatever its keys.
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.nat(3), (input, depth) => {
+        expect(plainJson(input)).toBe(JSON.stringify(sortedData(input)));
+        expect(plainJson(input, "  ".repeat(depth))).toBe(indentedJson(sortedData(input), depth));
+      }),
+      { numRuns: 2000, seed: 17 },
     );
   });
 

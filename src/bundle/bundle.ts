@@ -8,7 +8,7 @@ import { compareStrings } from "../compile/diagnostics.js";
 import { copyOf } from "../compile/parse.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, inputLine, moduleFiles, placedElsewhere } from "./module.js";
-import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, quoted, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
+import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, plainJson, quoted, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity, SkillFile } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
 import { PrefixHash, type HashCheckpoints } from "./prefix-hash.js";
@@ -183,7 +183,7 @@ export function agentRowJson(row: AgentRow, depth: number): string {
  */
 function manifestSkill(skill: AgentSkill, body: number, depth: number): Part[] {
   const line = `,\n${"  ".repeat(depth + 1)}`;
-  const nested = (value: unknown) => indentedJson(sortedData(value), depth + 1);
+  const nested = (value: unknown) => plainJson(value, "  ".repeat(depth + 1)) ?? indentedJson(sortedData(value), depth + 1);
   return [
     `{${line.slice(1)}"baseDir": ${quoted(skill.baseDir)}${line}"body": `,
     { body, ascii: false },

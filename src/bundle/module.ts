@@ -4,7 +4,7 @@ import type { AgentSkill, Compilation, CompiledAgent } from "../compile/compile.
 import { customFieldsJsonSchema, type FrontmatterSchema } from "../compile/custom-fields.js";
 import { FIELD_DEFAULTS, optionalFields } from "../compile/model.js";
 import { readRecordedFile, sha256Hex } from "../compile/resources.js";
-import { asciiOnly, Each, jsonParts, jsonText, lazyParts, MODULE_STYLE, quoted, Slot, sortedData, type BundleFile, type Part } from "./parts.js";
+import { asciiOnly, Each, jsonParts, jsonText, lazyParts, MODULE_STYLE, plainJson, quoted, Slot, sortedData, type BundleFile, type Part } from "./parts.js";
 import { pathIn, relativeTo } from "../compile/discover.js";
 import { FileSystemError } from "../compile/fs-error.js";
 import type { AgentData, ServedData, ServedFile, SkillFile, SkillTable } from "../runtime/helpers.js";
@@ -393,10 +393,15 @@ function recordParts(skill: AgentSkill, body: number): Part[] {
     literal(`{"baseDir":${quoted(skill.baseDir)},"body":`),
     { body, ascii: true },
     literal(
-      `,"description":${quoted(skill.description)},"extra":${JSON.stringify(sortedData(skill.extra))},"fields":${JSON.stringify(sortedData(skill.fields))}` +
+      `,"description":${quoted(skill.description)},"extra":${compact(skill.extra)},"fields":${compact(skill.fields)}` +
         `,"file":${quoted(skill.file)},"files":${files},"hash":${quoted(skill.hash)},"location":${quoted(skill.location)},"name":${quoted(skill.name)}}`,
     ),
   ];
+}
+
+/** `JSON.stringify(sortedData(value))`, in one walk where the value is plain data. */
+function compact(value: unknown): string {
+  return plainJson(value) ?? JSON.stringify(sortedData(value));
 }
 
 /** Compact JSON text as a module holds it: ASCII only, an own `__proto__` key written `["__proto__"]` (see `MODULE_STYLE`). */

@@ -296,6 +296,73 @@ export function quoted(text: string): string {
   return ESCAPED_IN_JSON.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
+/** Past this many nested arrays and objects, `plainJson` leaves a value to `JSON.stringify` (which also catches cycles). */
+const MAX_PLAIN_NESTING = 64;
+
+/**
+ * `JSON.stringify(sortedData(value))`, or with `pad` the text `indentedJson(sortedData(value), depth)` gives (`pad` is
+ * two spaces a level of `depth`), written in one walk for plain data: strings, finite numbers, booleans, null, arrays
+ * with every index held, and objects of `Object.prototype` or none, without `toJSON`. Undefined for anything else,
+ * which the generic path writes as it always has. Frontmatter's fields and extra keys and a skill's folder summary are
+ * plain: this spares them a sorted copy, and the indent, which Node 20's stringify writes slowly.
+ */
+export function plainJson(value: unknown, pad?: string, nesting = 0): string | undefined {
+  switch (typeof value) {
+    case "string":
+      return quoted(value);
+    case "number":
+      return Number.isFinite(value) ? JSON.stringify(value) : undefined;
+    case "boolean":
+      return value ? "true" : "false";
+    case "object":
+      break;
+    default:
+      return undefined;
+  }
+  if (value === null) return "null";
+  if (nesting >= MAX_PLAIN_NESTING) return undefined;
+  const inner = pad === undefined ? undefined : `${pad}  `;
+  const open = inner === undefined ? "" : `\n${inner}`;
+  const close = pad === undefined ? "" : `\n${pad}`;
+  let text = "";
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const item = index in value ? plainJson(value[index], inner, nesting + 1) : undefined;
+      if (item === undefined) return undefined;
+      text += `${index === 0 ? "" : ","}${open}${item}`;
+    }
+    return text === "" ? "[]" : `[${text}${close}]`;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if ((prototype !== Object.prototype && prototype !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function") return undefined;
+  const record = value as Record<string, unknown>;
+  const keys = sortedKeys(record);
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index]!;
+    const item = plainJson(record[key], inner, nesting + 1);
+    if (item === undefined) return undefined;
+    text += `${index === 0 ? "" : ","}${open}${quoted(key)}:${pad === undefined ? "" : " "}${item}`;
+  }
+  return text === "" ? "{}" : `{${text}${close}}`;
+}
+
+/** An object's keys in the order `sortedData` leaves them: array indices first, in numeric order (as every object keeps them), then the rest sorted. */
+function sortedKeys(record: object): string[] {
+  const keys = Object.keys(record);
+  let indices = 0;
+  while (indices < keys.length && isArrayIndex(keys[indices]!)) indices++;
+  if (indices >= keys.length - 1) return keys;
+  const rest = keys.slice(indices);
+  let sorted = true;
+  for (let index = 1; index < rest.length && sorted; index++) sorted = rest[index - 1]! < rest[index]!;
+  return sorted ? keys : [...keys.slice(0, indices), ...rest.sort()];
+}
+
+/** An array index as a property key: the canonical decimal form of an integer below 2^32 - 1. */
+function isArrayIndex(key: string): boolean {
+  return /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4294967295;
+}
+
 /** JSON text with every character past ASCII \u-escaped; the byte-length test skips the scan for ASCII text. */
 export function asciiOnly(jsonText: string): string {
   return Buffer.byteLength(jsonText) === jsonText.length ? jsonText : escapePastAscii(jsonText);
