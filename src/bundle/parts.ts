@@ -306,7 +306,12 @@ const MAX_PLAIN_NESTING = 64;
  * which the generic path writes as it always has. Frontmatter's fields and extra keys and a skill's folder summary are
  * plain: this spares them a sorted copy, and the indent, which Node 20's stringify writes slowly.
  */
-export function plainJson(value: unknown, pad?: string, nesting = 0): string | undefined {
+export function plainJson(value: unknown, pad?: string): string | undefined {
+  return plainJsonAt(value, pad, 0);
+}
+
+/** `plainJson` of a value `nesting` arrays and objects deep. */
+function plainJsonAt(value: unknown, pad: string | undefined, nesting: number): string | undefined {
   switch (typeof value) {
     case "string":
       return quoted(value);
@@ -327,7 +332,7 @@ export function plainJson(value: unknown, pad?: string, nesting = 0): string | u
   let text = "";
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const item = index in value ? plainJson(value[index], inner, nesting + 1) : undefined;
+      const item = index in value ? plainJsonAt(value[index], inner, nesting + 1) : undefined;
       if (item === undefined) return undefined;
       text += `${index === 0 ? "" : ","}${open}${item}`;
     }
@@ -339,7 +344,7 @@ export function plainJson(value: unknown, pad?: string, nesting = 0): string | u
   const keys = sortedKeys(record);
   for (let index = 0; index < keys.length; index++) {
     const key = keys[index]!;
-    const item = plainJson(record[key], inner, nesting + 1);
+    const item = plainJsonAt(record[key], inner, nesting + 1);
     if (item === undefined) return undefined;
     text += `${index === 0 ? "" : ","}${open}${quoted(key)}:${pad === undefined ? "" : " "}${item}`;
   }
