@@ -301,6 +301,21 @@ describe("renderBundle", () => {
     expect(texts.get("manifest.json")).toBe(`{"${hash(one)}":"${hash(one)}","first\\n\\"body\\""}`);
   });
 
+  it("writes text longer than its chunks (a prompt of megabytes) as UTF-8 whole, pairs of surrogates across every cut included", () => {
+    // Runs of 1-, 2-, 3- and 4-byte characters and lone surrogates, long enough to cross the 256 KiB chunks at every offset.
+    const unit = fc.constantFrom("a", "é", "€", "😀", "\ud800", "\udc00", "\n");
+    fc.assert(
+      fc.property(fc.string({ unit, minLength: 1, maxLength: 9 }), fc.integer({ min: 0, max: 7 }), (pattern, lead) => {
+        const text = "x".repeat(lead) + pattern.repeat(Math.ceil((1 << 19) / pattern.length));
+        const texts = bundleTexts({ bodies: [], files: [{ path: "prompt.txt", parts: ["<", text, ">"] }, { path: "manifest.json", parts: [{ sha256Of: "prompt.txt" }] }] });
+        const expected = Buffer.from(`<${text}>`, "utf8");
+        expect(Buffer.from(texts.get("prompt.txt")!, "utf8").equals(expected)).toBe(true);
+        expect(texts.get("manifest.json")).toBe(`"${createHash("sha256").update(expected).digest("hex")}"`);
+      }),
+      { numRuns: 30, seed: 3 },
+    );
+  });
+
   it("refuses a file whose bodies are out of order, a hash of a file that holds hashes, and one of a later file", () => {
     const recording = (): Sink => ({ write() {}, reserve() {}, patch() {}, end() {} });
     expect(() => renderBundle({ bodies: bodies(["a", "b"]), files: [{ path: "x", parts: [{ body: 1, ascii: false }, { body: 0, ascii: false }] }] }, recording, () => {})).toThrow(/out of order/);

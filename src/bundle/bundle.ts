@@ -8,7 +8,7 @@ import { compareStrings } from "../compile/diagnostics.js";
 import { copyOf } from "../compile/parse.js";
 import { GENERATOR, manifestSchemaPath, SCHEMA_VERSION, type Manifest } from "./manifest.js";
 import { entryKey, inputLine, moduleFiles, placedElsewhere } from "./module.js";
-import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, plainJson, quoted, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
+import { Each, escapePastAscii, Entry, indentedJson, jsonParts, jsonString, lazyParts, MANIFEST_STYLE, plainJson, quoted, sliceEnd, Slot, sortedData, stableJson, Written, type BodyPart, type BundleFile, type EntryPart, type Part } from "./parts.js";
 import type { FileIdentity, SkillFile } from "../compile/resources.js";
 import type { FilePlaces } from "../compile/cache.js";
 import { PrefixHash, type HashCheckpoints } from "./prefix-hash.js";
@@ -475,14 +475,18 @@ class FileWriter {
 
   private text(text: string): void {
     // A UTF-16 code unit takes at most 3 bytes in UTF-8.
-    if (text.length * 3 > CHUNK_BYTES - this.filled) {
-      this.flush();
-      if (text.length * 3 > CHUNK_BYTES) {
-        this.emit(Buffer.from(text, "utf8"));
-        return;
-      }
+    if (text.length * 3 > CHUNK_BYTES - this.filled) this.flush();
+    if (text.length * 3 <= CHUNK_BYTES) {
+      this.filled += this.chunk.write(text, this.filled, "utf8");
+      return;
     }
-    this.filled += this.chunk.write(text, this.filled, "utf8");
+    // Longer text (a prompt, a module's tables) goes a chunk at a time, not encoded whole into memory of its size.
+    for (let start = 0; start < text.length; ) {
+      const end = sliceEnd(text, start, Math.floor(CHUNK_BYTES / 3));
+      this.filled = this.chunk.write(text.slice(start, end), 0, "utf8");
+      this.flush();
+      start = end;
+    }
   }
 
   private flush(): void {

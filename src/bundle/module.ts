@@ -169,13 +169,22 @@ function runtimeOf({ served }: ModuleData): string {
   return `${__SKILLBAKE_RUNTIME__}${served.rows.size > 0 ? __SKILLBAKE_SERVE_RUNTIME__ : ""}`;
 }
 
-/** A module's code after its records (`SKILL_FILES`): the table that finds them, the agents, the exports. */
-function moduleTail({ agentData, skills, skillsByAgent, served }: ModuleData): string {
-  const table = `function skillTable() {\n  return {\n    names: ${jsLiteral(skills.map((skill) => skill.name))},\n    files: SKILL_FILES,\n    agents: ${jsLiteral(skillsByAgent)},\n  };\n}\n\nconst AGENTS = ${jsLiteral(agentData)};\n\n`;
+/**
+ * A module's code after its records (`SKILL_FILES`): the table that finds them, the agents, the exports. In parts:
+ * the agents' prompts are megabytes at 10,000 skills, which a string of the whole would copy again.
+ */
+function* moduleTail({ agentData, skills, skillsByAgent, served }: ModuleData): Generator<string, void, undefined> {
+  yield "function skillTable() {\n  return {\n    names: ";
+  yield* literalParts(skills.map((skill) => skill.name));
+  yield ",\n    files: SKILL_FILES,\n    agents: ";
+  yield* literalParts(skillsByAgent);
+  yield ",\n  };\n}\n\nconst AGENTS = ";
+  yield* literalParts(agentData);
+  yield ";\n\n";
   const exports = "agents, getPrompt, getSkill, findSkill, renderSkill, expandCommand, listUserInvocable, skillTool, callSkillTool";
-  return served.rows.size > 0
-    ? `${table}const runtime = createRuntime(AGENTS, skillTable);\nexport const { ${exports} } = runtime;\nexport const mcpSkills = createMcpSkills(runtime);\nexport { SkillError };\n`
-    : `${table}export const { ${exports} } = createRuntime(AGENTS, skillTable);\nexport { SkillError };\n`;
+  yield served.rows.size > 0
+    ? `const runtime = createRuntime(AGENTS, skillTable);\nexport const { ${exports} } = runtime;\nexport const mcpSkills = createMcpSkills(runtime);\nexport { SkillError };\n`
+    : `export const { ${exports} } = createRuntime(AGENTS, skillTable);\nexport { SkillError };\n`;
 }
 
 /** A module's code after `header`: the runtime, then the agents' data; each SKILL.md once, in the bundle's body order. */
@@ -206,7 +215,8 @@ function moduleJs(header: string, agents: readonly CompiledAgent[], bundled: rea
       if (keyed) yield { entry: entryKey(skill, frontmatterSchema, serving !== undefined), body, parts: record };
       else yield* record;
     }
-    yield `];\n\n${moduleTail(data)}`;
+    yield "];\n\n";
+    yield* moduleTail(data);
   });
 }
 
@@ -266,7 +276,7 @@ export function devModules(compilation: Compilation, bundled: readonly AgentSkil
     const used = [...new Set(data.skills.map((skill) => places.get(skill.file)!.records))].sort((a, b) => a - b);
     const imports = used.map((records) => `import records${records} from ${JSON.stringify(specifier(records))};\n`).join("");
     const files = data.skills.map((skill) => `records${places.get(skill.file)!.records}[${places.get(skill.file)!.index}]`);
-    const text = `${header}${imports}${runtimeOf(data)}\nconst SKILL_FILES = [${files.join(", ")}];\n\n${moduleTail(data)}`;
+    const text = `${header}${imports}${runtimeOf(data)}\nconst SKILL_FILES = [${files.join(", ")}];\n\n${[...moduleTail(data)].join("")}`;
     return { key: text, text };
   };
   modules.set("index.js", moduleOf(compilation.agents));
@@ -412,6 +422,11 @@ function literal(json: string): string {
 /** A JS literal of JSON data (no slots), ASCII only, keys sorted. */
 function jsLiteral(value: unknown): string {
   return jsonText(value, MODULE_STYLE);
+}
+
+/** `jsLiteral` of `value`, in the parts `jsonParts` makes of it. */
+function* literalParts(value: unknown): Generator<string, void, undefined> {
+  for (const part of jsonParts(value, MODULE_STYLE)) yield part as string;
 }
 
 function asciiJson(value: unknown): string {

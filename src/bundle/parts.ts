@@ -124,10 +124,8 @@ export function* jsonParts(value: unknown, style: JsonStyle, depth = 0): Generat
     if (at > start) yield textPart(text.slice(start, at));
     start = end + 1;
     if (hole instanceof Each) yield* eachParts(hole, style, style.indent ? elementDepth(text, at, depth) : 0);
-    else if (hole instanceof LongText) {
-      const { json, ascii } = jsonString(hole.text);
-      yield style.ascii ? (ascii ?? escapePastAscii(json)) : json;
-    } else yield hole;
+    else if (hole instanceof LongText) yield* longTextParts(hole.text, style);
+    else yield hole;
   }
   if (start < text.length) yield textPart(start === 0 ? text : text.slice(start));
 }
@@ -143,6 +141,30 @@ class LongText {
 }
 
 const LONG_TEXT = 1 << 16;
+
+/**
+ * A long string's JSON, a `LONG_TEXT` slice at a time: escaped whole, a prompt of megabytes made three copies of
+ * itself as large, each in memory the collector frees only in a full collection. A slice never ends between the
+ * two halves of a surrogate pair, so each is escaped as the whole text escapes it.
+ */
+function* longTextParts(text: string, style: JsonStyle): Generator<string, void, undefined> {
+  yield '"';
+  for (let start = 0; start < text.length; ) {
+    const end = sliceEnd(text, start, LONG_TEXT);
+    const { json, ascii } = jsonString(text.slice(start, end));
+    yield (style.ascii ? (ascii ?? escapePastAscii(json)) : json).slice(1, -1);
+    start = end;
+  }
+  yield '"';
+}
+
+/** Where a slice of `text` from `start`, at most `length` code units long, ends: never between the two halves of a surrogate pair. */
+export function sliceEnd(text: string, start: number, length: number): number {
+  const end = start + length;
+  if (end >= text.length) return text.length;
+  const last = text.charCodeAt(end - 1);
+  return last >= 0xd800 && last <= 0xdbff && length > 1 ? end - 1 : end;
+}
 
 /** An `Each` as a JSON array whose elements are at `depth`, an element at a time. */
 function* eachParts(each: Each<unknown>, style: JsonStyle, depth: number): Generator<Part, void, undefined> {
