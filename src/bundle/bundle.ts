@@ -20,6 +20,8 @@ export interface Bundle {
   files: BundleFile[];
   /** The bundled skills' bodies, by skill in manifest order. */
   bodies: BundleBody[];
+  /** Made for a build cache: where the files hold each skill is recorded, for the next bundle to copy from (see `renderBundle`). */
+  keyed: boolean;
 }
 
 export interface BundleBody {
@@ -77,8 +79,8 @@ export function bundledSkills(compilation: Compilation): AgentSkill[] {
 /**
  * The bundle's files. Pure: every output is derived from the compilation alone, with sorted keys, LF
  * line ends and a final newline (prompts excepted: they are byte-exact prompt text). The manifest and the
- * modules are made as they are written (see `lazyParts`). `keyed`: each skill's entry is named by `entryKey`, so
- * that where the files hold it can be kept for the next build to copy (a digest per skill: only for a build cache).
+ * modules are made as they are written (see `lazyParts`). `keyed`: each skill's entry is named by `entryKey`, and
+ * where the files hold it and its body is recorded, so that the next build can copy them (only for a build cache).
  */
 export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: boolean } = {}): Bundle {
   const { skills: ordered, inputsHash: inputs } = bundleInputs(compilation);
@@ -97,7 +99,7 @@ export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: 
       // Recorded so `skills diff` can compare sizes from a manifest alone; the catalogue is what a budget limits.
       characters: { prompt: agent.prompt.length, catalogue: agent.catalogueCharacters },
       ...(agent.tokens ? { tokens: agent.tokens } : {}),
-      skills: new Each(agent.skills, (skill) => new Written((depth) => agentRow(skill, shared.get(skill.file)!, depth))),
+      skills: new Each(agent.skills, (skill) => new Written((depth) => agentRow(skill, shared.get(skill.file)!, depth, keyed))),
       ...(agent.description === undefined ? {} : { description: agent.description }),
       ...(agent.toolDescription === undefined ? {} : { toolDescription: agent.toolDescription }),
       ...(agent.budget ? { budget: agent.budget.unit === "tokens" ? { tokens: agent.budget.limit } : agent.budget.limit } : {}),
@@ -129,19 +131,19 @@ export function bundleOf(compilation: Compilation, { keyed = false }: { keyed?: 
       yield "\n";
     }),
   });
-  return { files, bodies: ordered.map((skill) => ({ hash: skill.hash, text: () => skill.body })) };
+  return { files, bodies: ordered.map((skill) => ({ hash: skill.hash, text: () => skill.body })), keyed };
 }
 
 /**
- * An agent's row of a skill in the manifest, `depth` levels deep; made once for a skill placed where the bundle's
- * record of it says (a watching session's unchanged skill is the same object build after build).
+ * An agent's row of a skill in the manifest, `depth` levels deep; for a keyed bundle, made once for a skill placed
+ * where the bundle's record of it says (a watching session's unchanged skill is the same object build after build).
  */
-function agentRow(skill: AgentSkill, shared: AgentSkill, depth: number): string {
+function agentRow(skill: AgentSkill, shared: AgentSkill, depth: number, keyed: boolean): string {
   const kept = agentRows.get(skill);
   if (kept?.depth === depth && skill === shared) return kept.text;
   const { baseDir, location, staged } = placedElsewhere(skill, shared);
   const text = agentRowJson({ baseDir, file: skill.file, listed: skill.listed, location, mode: skill.mode, name: skill.name, source: skill.source, staged }, depth);
-  if (skill !== shared) return text;
+  if (skill !== shared || !keyed) return text;
   const flat = copyOf(text);
   agentRows.set(skill, { depth, text: flat });
   return flat;
@@ -314,7 +316,8 @@ export interface EarlierFile {
 const checkpointsOf = new WeakMap<FilePlaces, HashCheckpoints>();
 
 /**
- * Streams the bundle's files into sinks and returns where each file holds each skill. The files advance together,
+ * Streams the bundle's files into sinks and returns where each file holds each skill (for a keyed bundle; none
+ * otherwise, as no later build will copy from these files). The files advance together,
  * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
  * text and no second copy of the bodies is ever in memory. What `earlier`'s version of the same file holds is
  * copied from there instead of made again: a skill's whole entry, where one of the same key is there; else its
@@ -335,7 +338,7 @@ export function renderBundle(
   const last = bundle.files.at(-1)?.path;
   for (const file of bundle.files) {
     if ("sameAs" in file) twins.push(file);
-    else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path), file.path !== last));
+    else writers.set(file.path, new FileWriter(file.parts, open(file.path), earlier(file.path), file.path !== last, bundle.keyed));
   }
   let escaped: { json: string; ascii: string | undefined } | undefined;
   const bodyText = (part: BodyPart) => {
@@ -391,6 +394,8 @@ class FileWriter {
     readonly sink: Sink,
     private readonly earlier: EarlierFile | undefined,
     hashed: boolean,
+    /** Whether `places` is kept: ~3 MB at 10,000 skills that only a build cache uses. */
+    private readonly placed: boolean,
   ) {
     this.parts = parts[Symbol.iterator]();
     const checkpoints = earlier && checkpointsOf.get(earlier.places);
@@ -416,7 +421,7 @@ class FileWriter {
       else {
         const start = this.at();
         if (!this.copyEarlier(this.earlier?.places.bodies, hash)) this.text(bodyText(part));
-        this.places.bodies[hash] = [start, this.at() - start];
+        if (this.placed) this.places.bodies[hash] = [start, this.at() - start];
       }
     }
   }
