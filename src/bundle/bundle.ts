@@ -316,14 +316,14 @@ export interface EarlierFile {
 const checkpointsOf = new WeakMap<FilePlaces, HashCheckpoints>();
 
 /**
- * Streams the bundle's files into sinks and returns where each file holds each skill (for a keyed bundle; none
- * otherwise, as no later build will copy from these files). The files advance together,
- * body by body, so each body is escaped once and dropped once every file that holds it has it: no file's whole
- * text and no second copy of the bodies is ever in memory. What `earlier`'s version of the same file holds is
- * copied from there instead of made again: a skill's whole entry, where one of the same key is there; else its
- * body, where the same SKILL.md's is (escaped for that file), neither read from the SKILL.md nor escaped again.
- * A hash part is written as a string of zeros and patched once the file it names is complete. A file the same as
- * another is handed to `same` once that one ended.
+ * Streams the bundle's files into sinks and returns where each file holds each skill (none for a bundle that is
+ * not keyed: no later build copies from it). The files advance together, body by body, so each body is escaped
+ * once and dropped once every file that holds it has it: no file's whole text and no second copy of the bodies
+ * is ever in memory. What `earlier`'s version of the same file holds is copied from there instead of made again:
+ * a skill's whole entry, where one of the same key is there; else its body, where the same SKILL.md's is (escaped
+ * for that file), neither read from the SKILL.md nor escaped again. A hash part is written as a string of zeros
+ * and patched once the file it names is complete. A file the same as another is handed to `same` once that one
+ * ended.
  */
 export function renderBundle(
   bundle: Bundle,
