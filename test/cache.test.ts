@@ -6,7 +6,7 @@ import { join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { build, type BuildResult } from "../src/api.js";
-import { readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
+import { jsonPieces, readCacheFile, writeCacheFile } from "../src/compile/cache-file.js";
 import { BuildCache, settledSignatures, signatureOf } from "../src/compile/cache.js";
 import { compile } from "../src/compile/compile.js";
 import type { FolderEntry } from "../src/compile/discover.js";
@@ -300,7 +300,7 @@ describe("build cache in CI (the CI variable set)", () => {
 
   it("a cache file for other settings or another version counts as found: it is replaced", async () => {
     const dir = await project();
-    writeCacheFile(join(dir, CACHE), 2, "another version's key", JSON.stringify({ skills: {}, files: {}, folders: {} }));
+    writeCacheFile(join(dir, CACHE), 2, "another version's key", { skills: {}, files: {}, folders: {} });
     const built = await inCi("true", () => run(dir));
     expect(built.cache).toMatchObject({ parsed: 4, reused: 0 });
     expect((await inCi("true", () => run(dir))).cache).toMatchObject({ parsed: 0, reused: 4 });
@@ -331,20 +331,20 @@ describe("cache files", () => {
     const outside = join(dir, "outside.txt");
     await writeTree(dir, { "outside.txt": "not the cache's", "cache/.keep": "" });
     await symlink(outside, `${file}.${process.pid}.tmp`);
-    writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
+    writeCacheFile(file, 1, "key", { a: 1 });
     expect(await readFile(outside, "utf8")).toBe("not the cache's");
     expect((await lstat(`${file}.${process.pid}.tmp`)).isSymbolicLink()).toBe(true);
     expect(readCacheFile(file, 1, "key")).toBeUndefined(); // not written this time: a cache only saves time
 
     await rm(`${file}.${process.pid}.tmp`);
-    writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
+    writeCacheFile(file, 1, "key", { a: 1 });
     expect(readCacheFile(file, 1, "key")).toEqual({ a: 1 });
   });
 
   it("one longer than any payload JSON.parse takes (gigabytes a pull request committed) is not read", async () => {
     const dir = await tempDir();
     const file = join(dir, "x.json");
-    writeCacheFile(file, 1, "key", JSON.stringify({ a: 1 }));
+    writeCacheFile(file, 1, "key", { a: 1 });
     await truncate(file, 1900 * 1024 * 1024); // sparse: no disk space taken
     const started = performance.now();
     expect(readCacheFile(file, 1, "key")).toBeUndefined();
@@ -357,7 +357,7 @@ describe("cache files", () => {
     const file = join(dir, "x.json");
     // Latin-1, a character past it, an emoji (a surrogate pair), a lone surrogate (JSON.stringify escapes it), DEL, controls.
     const value = { "clé": ["café", "日本語", "🙂 done", "\ud800 alone", "\u007f", "tab\there\nline", "\u0080\u00ff\uffff"] };
-    writeCacheFile(file, 1, "key", JSON.stringify(value));
+    writeCacheFile(file, 1, "key", value);
     const bytes = await readFile(file);
     expect([...bytes].every((byte) => byte < 0x80)).toBe(true);
     expect(readCacheFile(file, 1, "key")).toEqual(value);
@@ -368,9 +368,36 @@ describe("cache files", () => {
     expect(readCacheFile(file, 1, "key")).toEqual(value);
   });
 
+  it("writes a payload in pieces that join to what JSON.stringify writes of it, at every depth it walks", () => {
+    // Beside JSON data: what JSON.stringify leaves out or writes otherwise (undefined, functions, toJSON given its
+    // key, Dates, boxed primitives, a class's instance, a Map, a null prototype, an own __proto__ key), nested anywhere.
+    const odd = fc.constantFrom<() => unknown>(
+      () => undefined,
+      () => () => 1,
+      () => ({ toJSON: (key: string) => `key ${key}` }),
+      () => ({ toJSON: () => undefined }),
+      () => new Date(0),
+      () => Object("boxed"),
+      () => Object.assign(Object.create(null) as object, { b: 1, a: [2] }),
+      () => JSON.parse('{"__proto__": {"x": 1}, "y": 2}') as unknown,
+      () => new (class Record { own = [1, "a"]; get inherited() { return 2; } })(),
+      () => new Map([["a", 1]]),
+      () => Object(1),
+    );
+    const { tree } = fc.letrec((tie) => ({
+      tree: fc.oneof({ depthSize: "small" }, fc.jsonValue({ maxDepth: 1 }), odd.map((make) => make()), fc.array(tie("tree"), { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 3 }), tie("tree"), { maxKeys: 4 })),
+    }));
+    fc.assert(
+      fc.property(fc.oneof(fc.array(tree, { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 3 }), tree, { maxKeys: 4 })), fc.integer({ min: 0, max: 4 }), (value, levels) => {
+        expect([...jsonPieces(value, levels)].join("")).toBe(JSON.stringify(value));
+      }),
+      { numRuns: 400, seed: 28 },
+    );
+  });
+
   it("is read back under a key of any characters (the checksum is put in its place by bytes)", async () => {
     const file = join(await tempDir(), "x.json");
-    writeCacheFile(file, 1, "clé 🙂", JSON.stringify({ a: "é" }));
+    writeCacheFile(file, 1, "clé 🙂", { a: "é" });
     expect(readCacheFile(file, 1, "clé 🙂")).toEqual({ a: "é" });
   });
 
@@ -381,7 +408,7 @@ describe("cache files", () => {
     fc.assert(
       fc.property(fc.array(fc.string({ unit }), { maxLength: 8 }), (value) => {
         const json = JSON.stringify(value);
-        writeCacheFile(file, 1, "key", json);
+        writeCacheFile(file, 1, "key", value);
         const bytes = readFileSync(file);
         const payload = bytes.subarray(bytes.indexOf(0x0a) + 1).toString("latin1");
         expect(payload).toBe(json.replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`));

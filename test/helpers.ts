@@ -123,5 +123,5 @@ export function rewriteCache(file: string, edit: (contents: Record<string, any>)
   const { format, key } = JSON.parse(header!) as { format: number; key: string };
   const contents = JSON.parse(payload!) as Record<string, any>;
   edit(contents);
-  writeCacheFile(file, format, key, JSON.stringify(contents));
+  writeCacheFile(file, format, key, contents);
 }

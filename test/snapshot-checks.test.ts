@@ -53,7 +53,7 @@ describe("cache files with a valid header and contents no build writes", () => {
     const path = join(dir, file);
     const original = readFileSync(path);
     const { format, key } = cacheFile(path);
-    writeCacheFile(path, format, key, JSON.stringify(payload));
+    writeCacheFile(path, format, key, payload);
     const stats = taken();
     try {
       return { answer: lastBuild(await loadConfig(undefined, dir), join(dir, "dist/skills"), stats), stats };
@@ -115,7 +115,7 @@ describe("cache files with a valid header and contents no build writes", () => {
     const fingerprint = inputs.bundle.fingerprint as string;
     const original = readFileSync(join(dir, `${CACHE}.result.json`));
     // The result file under the key such a fingerprint would give, then the inputs file naming it.
-    writeCacheFile(join(dir, `${CACHE}.result.json`), result.format, result.key.replace(`:${fingerprint}`, ":5"), JSON.stringify(result.payload));
+    writeCacheFile(join(dir, `${CACHE}.result.json`), result.format, result.key.replace(`:${fingerprint}`, ":5"), result.payload);
     try {
       expect((await answerWith(`${CACHE}.inputs.json`, { ...inputs, bundle: { ...inputs.bundle, fingerprint: 5 } })).answer).toBeUndefined();
     } finally {
@@ -214,7 +214,7 @@ describe("a listings file with contents no build writes (a rebuild after an edit
     const { format, key, payload } = cacheFile(listingsFile());
     const listings = structuredClone(payload) as unknown as Parameters<typeof tamper>[0];
     tamper(listings);
-    writeCacheFile(listingsFile(), format, key, JSON.stringify(listings));
+    writeCacheFile(listingsFile(), format, key, listings);
     try {
       return lastBuild(await loadConfig(undefined, dir), join(dir, "dist/skills"), taken());
     } finally {

@@ -256,7 +256,7 @@ function plantFinding(dir: string): void {
   const { format, key } = JSON.parse(header) as { format: number; key: string };
   const listings = JSON.parse(payload) as { findings: object[] }[];
   listings[0]!.findings.push({ code: "name-mismatch", file: "skills/planted", message: "planted in the listings file" });
-  writeCacheFile(file, format, key, JSON.stringify(listings));
+  writeCacheFile(file, format, key, listings);
 }
 
 const planted = (result: BuildResult) => result.diagnostics.some((diagnostic) => diagnostic.message === "planted in the listings file");

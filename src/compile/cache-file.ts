@@ -2,6 +2,7 @@ import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { types } from "node:util";
 import { forEachEscapedPiece } from "./ascii.js";
 
 /**
@@ -37,8 +38,11 @@ export function readCacheFile(file: string, format: number, key: string): unknow
  */
 const CACHE_MAX_BYTES = 512 * 1024 * 1024;
 
-/** Writes `payload` (JSON text) under its header; failures are ignored: a cache only saves time. */
-export function writeCacheFile(file: string, format: number, key: string, payload: string): void {
+/**
+ * Writes `value` as JSON under its header; failures are ignored: a cache only saves time. `levels`: how many levels
+ * of its arrays and objects are written a member at a time (see `jsonPieces`), down to the level of its records.
+ */
+export function writeCacheFile(file: string, format: number, key: string, value: unknown, levels = 0): void {
   // The header holds the payload's sha256, known once the payload is written: zeros in its place until then.
   const header = `${JSON.stringify({ format, key, sha256: HASH_PLACEHOLDER })}\n`;
   const hashAt = Buffer.byteLength(header.slice(0, header.lastIndexOf(HASH_PLACEHOLDER)));
@@ -52,7 +56,7 @@ export function writeCacheFile(file: string, format: number, key: string, payloa
     created = true;
     try {
       writeFileSync(fd, header);
-      writeSync(fd, writeAscii(fd, payload), hashAt, "latin1");
+      writeSync(fd, writeAscii(fd, jsonPieces(value, levels)), hashAt, "latin1");
     } finally {
       closeSync(fd);
     }
@@ -68,12 +72,70 @@ const HASH_PLACEHOLDER = "0".repeat(64);
 const CHUNK_BYTES = 1 << 20;
 
 /**
- * Writes `text` (JSON) at the file's offset in ASCII, characters past it \u-escaped, and returns the sha256 of the
- * bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would be
- * fresh memory, each page first touched by the copy, which took longer than the write itself (a 14 MB payload: 41-61
- * ms encoded whole, hashed and written, 18-19 a chunk at a time).
+ * `JSON.stringify(value)` (of a value it writes: not undefined or a function), in pieces: arrays and objects
+ * `levels` deep are written a member at a time, each member below them by `JSON.stringify`. A cache's payload as
+ * one string (~14 MB at 10,000 skills, two of them) would sit in memory that only a full collection frees, which V8
+ * does not run before the build ends.
+ * @internal Exported for the test that compares it with `JSON.stringify`.
  */
-function writeAscii(fd: number, text: string): string {
+export function* jsonPieces(value: unknown, levels: number): Generator<string, void, undefined> {
+  if (levels <= 0 || !isWalked(value)) {
+    yield JSON.stringify(value);
+    return;
+  }
+  // Members written whole go out together, up to `PIECE_LENGTH` characters a piece: ten thousand small pieces, each
+  // yielded and encoded on its own, took longer than one string of them all.
+  let text = "";
+  const array = Array.isArray(value);
+  const keys = array ? undefined : Object.keys(value);
+  const count = keys ? keys.length : (value as unknown[]).length;
+  let written = 0;
+  for (let index = 0; index < count; index++) {
+    const key = keys ? keys[index]! : String(index);
+    const item: unknown = (value as Record<string, unknown>)[key];
+    const walked = levels > 1 && isWalked(item);
+    const json = walked ? "" : memberJson(key, item);
+    // What JSON.stringify leaves out of an object, and writes as null in an array.
+    if (json === undefined && !array) continue;
+    text += `${written === 0 ? (array ? "[" : "{") : ","}${array ? "" : `${JSON.stringify(key)}:`}${json ?? "null"}`;
+    written++;
+    if (walked) {
+      yield text;
+      text = "";
+      yield* jsonPieces(item, levels - 1);
+    } else if (text.length >= PIECE_LENGTH) {
+      yield text;
+      text = "";
+    }
+  }
+  yield `${text}${written === 0 ? (array ? "[]" : "{}") : array ? "]" : "}"}`;
+}
+
+const PIECE_LENGTH = 1 << 16;
+
+/** What JSON.stringify writes of `value` as the member `key` of an object or array (its `toJSON` is given the key); undefined where it leaves it out. */
+function memberJson(key: string, value: unknown): string | undefined {
+  if (!hasToJson(value)) return JSON.stringify(value) as string | undefined;
+  const text = JSON.stringify({ [key]: value });
+  return text === "{}" ? undefined : text.slice(JSON.stringify(key).length + 2, -1);
+}
+
+function hasToJson(value: unknown): boolean {
+  return ((typeof value === "object" && value !== null) || typeof value === "bigint") && typeof (value as { toJSON?: unknown }).toJSON === "function";
+}
+
+/** An array, or an object JSON.stringify writes by its own enumerable keys: not a boxed primitive, none with `toJSON`. */
+function isWalked(value: unknown): value is object {
+  return typeof value === "object" && value !== null && !hasToJson(value) && !types.isBoxedPrimitive(value);
+}
+
+/**
+ * Writes JSON text in pieces at the file's offset in ASCII, characters past it \u-escaped, and returns the sha256 of
+ * the bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would
+ * be fresh memory, each page first touched by the copy, which took longer than the write itself (a 14 MB payload:
+ * 41-61 ms encoded whole, hashed and written, 18-19 a chunk at a time).
+ */
+function writeAscii(fd: number, pieces: Iterable<string>): string {
   const hash = createHash("sha256");
   const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let filled = 0;
@@ -90,9 +152,11 @@ function writeAscii(fd: number, text: string): string {
       at = end;
     }
   };
-  // The byte count tells an ASCII payload (most are) in less than half the time of a search for what to escape.
-  if (Buffer.byteLength(text) === text.length) put(text);
-  else forEachEscapedPiece(text, /[\u0080-\uffff]+/g, put);
+  for (const text of pieces) {
+    // The byte count tells ASCII text (most is) in less than half the time of a search for what to escape.
+    if (Buffer.byteLength(text) === text.length) put(text);
+    else forEachEscapedPiece(text, /[\u0080-\uffff]+/g, put);
+  }
   flush();
   return hash.digest("hex");
 }

@@ -434,7 +434,8 @@ export class BuildCache {
     const { saved, next } = this;
     const dropped = hasDropped(saved.skills, next.skills) || hasDropped(saved.files, next.files) || hasDropped(saved.folders, next.folders);
     if (!this.dirty && !dropped) return;
-    writeCacheFile(this.file, FORMAT, this.key, JSON.stringify(next));
+    // Each record (of a skill, a file, a folder) written whole, the collections of them a record at a time.
+    writeCacheFile(this.file, FORMAT, this.key, next, 2);
     this.saved = next;
     this.dirty = false;
   }

@@ -93,7 +93,7 @@ export function writeTranspiledConfig(
     if (read === undefined || digest !== sha256(Buffer.from(read))) return;
     inputs[input] = digest;
   }
-  writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), JSON.stringify({ code: transpiled.code, kind: transpiled.kind, inputs, folders, settings } satisfies Entry));
+  writeCacheFile(entryPath(file), FORMAT, entryKey(file, cwd), { code: transpiled.code, kind: transpiled.kind, inputs, folders, settings } satisfies Entry);
 }
 
 /** Bumped when the validated config's entry changes. */
@@ -119,7 +119,7 @@ export function readValidatedConfig(file: string, value: string): unknown {
 /** Records what `value` (`dataJson`'s text) resolved to, when that is data too; failures are ignored. */
 export function writeValidatedConfig(file: string, value: string, resolved: unknown): void {
   const resolvedJson = dataJson(resolved);
-  if (resolvedJson !== undefined) writeCacheFile(validatedPath(file), VALIDATED_FORMAT, validatedKey(file), JSON.stringify({ value, resolved: resolvedJson }));
+  if (resolvedJson !== undefined) writeCacheFile(validatedPath(file), VALIDATED_FORMAT, validatedKey(file), { value, resolved: resolvedJson });
 }
 
 /**

@@ -106,7 +106,7 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
   if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
   const agents = restoreBodies(stored.agents, verified);
   if (!agents) return undefined;
-  if (resigned.length > 0) writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs: withLinesReplaced(index.inputs, resigned), bundle: index.bundle } satisfies InputsFile));
+  if (resigned.length > 0) writeCacheFile(files.inputs, FORMAT, key, { inputs: withLinesReplaced(index.inputs, resigned), bundle: index.bundle } satisfies InputsFile);
   return { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders, files: verified };
 }
 
@@ -528,13 +528,14 @@ export function saveSnapshot(compilation: Compilation, cache: BuildCache, listin
   }
   const stored: StoredCompilation = { agents: compilation.agents, skillsChecked: compilation.skillsChecked, diagnostics: compilation.diagnostics, inputs: compilation.inputs };
   // The result and listings first: an inputs file is never read with another build's (their key names the fingerprint).
-  writeCacheFile(files.result, FORMAT, `${key}:${bundle.fingerprint}`, JSON.stringify(stored));
+  // Each agent's skills a skill at a time (compilation → agents → agent → skills), as each root's in the listings.
+  writeCacheFile(files.result, FORMAT, `${key}:${bundle.fingerprint}`, stored, 4);
   const kept = listings && listingsToStore(listings);
-  if (kept) writeCacheFile(files.listings, FORMAT, `${key}:${bundle.fingerprint}`, JSON.stringify(kept));
+  if (kept) writeCacheFile(files.listings, FORMAT, `${key}:${bundle.fingerprint}`, kept, 3);
   else rmSync(files.listings, { force: true });
   // Where its files hold each skill is the build cache's business: this file only tells that the bundle is untouched.
   const { outDir: bundleDir, fingerprint, paths } = bundle;
-  writeCacheFile(files.inputs, FORMAT, key, JSON.stringify({ inputs, bundle: { outDir: bundleDir, fingerprint, paths } } satisfies InputsFile));
+  writeCacheFile(files.inputs, FORMAT, key, { inputs, bundle: { outDir: bundleDir, fingerprint, paths } } satisfies InputsFile);
 }
 
 function snapshotFiles(loaded: LoadedConfig): { inputs: string; result: string; listings: string } {
