@@ -206,8 +206,15 @@ function moduleJs(header: string, agents: readonly CompiledAgent[], bundled: rea
       const skill = skills[index]!;
       const body = bodies[index]!;
       const serving = served.byFile.get(skill.file);
-      // An array of parts, not a generator's: V8 kept ten thousand of those in memory only a full collection frees.
-      const record = lazyParts(() => ["  function () { return ", ...(serving ? jsonParts(skillFile(skill, new Slot({ body, ascii: true }), servedData(serving, read)), MODULE_STYLE) : recordParts(skill, body)), "; },\n"]);
+      // A record is an array of parts, not a generator's: V8 kept ten thousand of those in memory only a full
+      // collection frees. A served skill's is a generator's still, so that its files are made one at a time.
+      const record = serving
+        ? lazyParts(function* () {
+            yield "  function () { return ";
+            yield* jsonParts(skillFile(skill, new Slot({ body, ascii: true }), servedData(serving, read)), MODULE_STYLE);
+            yield "; },\n";
+          })
+        : lazyParts(() => ["  function () { return ", ...recordParts(skill, body), "; },\n"]);
       if (keyed) yield { entry: entryKey(skill, frontmatterSchema, serving !== undefined), body, parts: record };
       else yield* record;
     }
