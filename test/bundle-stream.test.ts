@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { rmSync } from "node:fs";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
@@ -446,6 +447,29 @@ describe("the bundle on disk", () => {
     };
     await build({ cwd: dir });
     expect(await recorded()).toEqual({ "manifest.json": 2, "index.js": 2, "agents/main.js": 2, "agents/review.js": 2 });
+  });
+
+  it("makes a served skill's embedded files one at a time, as the module is written, not all of the skill's at once", async () => {
+    const dir = await tempDir();
+    await writeTree(dir, {
+      "skills.config.json": JSON.stringify({ agents: { main: { skills: [{ root: "skills" }], files: "embed" } } }),
+      "skills/alpha/SKILL.md": skillMd("alpha"),
+      "skills/alpha/references/a.md": "FIRST FILE\n",
+      "skills/alpha/references/b.md": "SECOND FILE\n",
+    });
+    const result = await check({ cwd: dir });
+    const module = bundleOf(result).files.find((file) => file.path === "index.js")!;
+    const written: string[] = [];
+    const write = () => {
+      for (const part of "parts" in module ? module.parts : []) {
+        if (typeof part !== "string") continue;
+        written.push(part);
+        // The second file is read when its turn comes: gone by then, the build stops there.
+        if (part.includes("FIRST FILE")) rmSync(join(dir, "skills/alpha/references/b.md"));
+      }
+    };
+    expect(write).toThrow(/references\/b\.md/);
+    expect(written.join("")).toContain("FIRST FILE");
   });
 
   it("records the module's sha256 in a watching session, where its hash resumes past the part of the module that is as it was", async () => {
