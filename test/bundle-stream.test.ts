@@ -145,6 +145,13 @@ describe("JSON in parts", () => {
     );
   });
 
+  /** An array whose `toJSON` JSON.stringify calls: what a config's schema could make a frontmatter field. */
+  class ArrayWithToJson extends Array<string> {
+    toJSON(): string {
+      return "l";
+    }
+  }
+
   it("plainJson writes what JSON.stringify writes of the sorted copy, compact or indented at any depth, or leaves the value to it", () => {
     const key = fc.oneof(fc.constantFrom("a", "b", "B", "__proto__", "constructor", "toJSON", "0", "2", "10", "01", "-1", "1.5", "4294967294", "4294967295", "é", ""), fc.string());
     const leaf = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constantFrom(undefined, -0, Number.NaN, Infinity, 1e21, 5e-7));
@@ -156,7 +163,7 @@ describe("JSON in parts", () => {
         for (const [name, item] of entries) Object.defineProperty(record, name, { value: item, enumerable: true, writable: true, configurable: true });
         return record;
       }),
-      odd: fc.constantFrom(new Date(0), new String("x"), { toJSON: () => "j" }, Object.create({ inherited: 1 }), () => 1, 10n),
+      odd: fc.constantFrom(new Date(0), new String("x"), { toJSON: () => "j" }, Object.assign(["a"], { toJSON: () => "k" }), new ArrayWithToJson(), Object.create({ inherited: 1 }), () => 1, 10n),
     }));
     fc.assert(
       fc.property(value, fc.nat(3), (input, depth) => {

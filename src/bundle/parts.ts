@@ -324,7 +324,7 @@ const MAX_PLAIN_NESTING = 64;
 /**
  * `JSON.stringify(sortedData(value))`, or with `pad` the text `indentedJson(sortedData(value), depth)` gives (`pad` is
  * two spaces a level of `depth`), written in one walk for plain data: strings, finite numbers, booleans, null, arrays
- * with every index held, and objects of `Object.prototype` or none, without `toJSON`. Undefined for anything else,
+ * with every index held, and objects of `Object.prototype` or none, neither with `toJSON`. Undefined for anything else,
  * which the generic path writes as it always has. Frontmatter's fields and extra keys and a skill's folder summary are
  * plain: this spares them a sorted copy, and the indent, which Node 20's stringify writes slowly.
  */
@@ -352,6 +352,8 @@ function plainJsonAt(value: unknown, pad: string | undefined, nesting: number): 
   const open = inner === undefined ? "" : `\n${inner}`;
   const close = pad === undefined ? "" : `\n${pad}`;
   let text = "";
+  // `toJSON`, which JSON.stringify calls, on an array too (its own, or its class's).
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return undefined;
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
       const item = index in value ? plainJsonAt(value[index], inner, nesting + 1) : undefined;
@@ -361,7 +363,7 @@ function plainJsonAt(value: unknown, pad: string | undefined, nesting: number): 
     return text === "" ? "[]" : `[${text}${close}]`;
   }
   const prototype = Object.getPrototypeOf(value);
-  if ((prototype !== Object.prototype && prototype !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function") return undefined;
+  if (prototype !== Object.prototype && prototype !== null) return undefined;
   const record = value as Record<string, unknown>;
   const keys = sortedKeys(record);
   for (let index = 0; index < keys.length; index++) {
