@@ -41,7 +41,8 @@ const run = (dir: string) => build({ cwd: dir });
 /** A build that compiles, with the build cache, whatever the last build kept: it reads the cache and writes nothing. */
 const compiled = (dir: string) => check({ cwd: dir });
 /** The cache file's inode: a rewrite replaces it (by a rename), so a new inode. */
-const cacheInode = (dir: string) => statSync(join(dir, CACHE)).ino;
+/** The build cache as written: its file's inode and its file of changes' (each written anew, under a new inode), if any. */
+const cacheInode = (dir: string) => `${statSync(join(dir, CACHE)).ino}:${statSync(join(dir, CACHE.replace(/\.json$/, ".changes.json")), { throwIfNoEntry: false })?.ino ?? "-"}`;
 const alpha = (dir: string) => join(dir, "skills/alpha/SKILL.md");
 
 describe("a watch session's builds", () => {
@@ -149,7 +150,7 @@ describe("a watch session's builds", () => {
 });
 
 describe("a build's records", () => {
-  it("a folder added: the folders listed again are recorded (the cache file rewritten for them alone), and not listed by the next build", async () => {
+  it("a folder added: the folders listed again are recorded (the cache written for them alone), and not listed by the next build", async () => {
     const dir = await project();
     settledClock();
     await run(dir);
@@ -296,7 +297,7 @@ describe("the bundle recorded", () => {
 describe("token counts kept for the next build", () => {
   const tokens = (encoding: string, location = "relative") => ({ ...CONFIG, location, tokens: { encoding } });
 
-  it("rewrite the cache file only when they changed: another encoding, or other text counted", async () => {
+  it("write the cache only when they changed: another encoding, or other text counted", async () => {
     const dir = await project(tokens("o200k_base"));
     // A warning in each build, so that a strict build fails: it writes no bundle (nor records one), only the cache.
     await writeTree(dir, { "skills/gamma/SKILL.md": skillMd("other-name") });

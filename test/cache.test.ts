@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lstatSync, readFileSync, statSync, utimesSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, statSync, utimesSync } from "node:fs";
 import { lstat, readdir, readFile, rename, rm, stat, symlink, truncate, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import fc from "fast-check";
@@ -568,28 +568,114 @@ describe("settled signatures (the config's inputs)", () => {
   });
 });
 
-describe("build cache: written only when a record changes", () => {
-  it("a build that reuses every record leaves the cache file alone; one that drops a record or adds one rewrites it", async () => {
-    const dir = await project();
-    const loaded = await loadConfig(undefined, dir);
-    const stats = (file: string) => ({ ...lstatSync(join(dir, file), { bigint: true }), mtimeNs: 1n, ctimeNs: 1n }); // settled long ago
-    const files = ["skills/alpha/SKILL.md", "skills/beta/SKILL.md"];
-    const inode = async () => (await stat(join(dir, CACHE))).ino; // the file is replaced by a rename: a new inode
-    const first = BuildCache.open(loaded);
-    for (const file of files) first.recordFile(file, stats(file), 1, "0".repeat(64));
-    first.save();
-    const written = await inode();
+describe("build cache: written only when a record changes, and then only what changed", () => {
+  const CHANGES = CACHE.replace(/\.json$/, ".changes.json");
+  const settledStats = (dir: string, file: string) => ({ ...lstatSync(join(dir, file), { bigint: true }), mtimeNs: 1n, ctimeNs: 1n }); // settled long ago
+  const inode = async (dir: string, file: string) => (await stat(join(dir, file))).ino; // a file is replaced by a rename: a new inode
+  /** The files a build cache opened now knows, of `files`. */
+  const known = async (dir: string, files: string[]) => {
+    const cache = BuildCache.open(await loadConfig(undefined, dir));
+    return files.filter((file) => cache.knownFile(file, settledStats(dir, file)) !== undefined);
+  };
+  /** A project of `count` skills, each file of them recorded in a written cache. */
+  async function recorded(count: number): Promise<{ dir: string; files: string[] }> {
+    const dir = await tempDir();
+    const files = Array.from({ length: count }, (_, index) => `skills/s${index}/SKILL.md`);
+    await writeTree(dir, { "skills.config.json": config(), ...Object.fromEntries(files.map((file, index) => [file, skillMd(`s${index}`)])) });
+    const cache = BuildCache.open(await loadConfig(undefined, dir));
+    for (const file of files) cache.recordFile(file, settledStats(dir, file), 1, "0".repeat(64));
+    cache.save();
+    return { dir, files };
+  }
 
-    const same = BuildCache.open(loaded);
-    for (const file of files) expect(same.knownFile(file, stats(file))).toBeDefined();
+  it("a build that reuses every record writes nothing; one that drops a record or adds one writes the change beside the cache file", async () => {
+    const { dir, files } = await recorded(8);
+    const written = await inode(dir, CACHE);
+
+    const same = BuildCache.open(await loadConfig(undefined, dir));
+    for (const file of files) expect(same.knownFile(file, settledStats(dir, file))).toBeDefined();
     same.save();
-    expect(await inode()).toBe(written);
+    expect(await inode(dir, CACHE)).toBe(written);
+    expect(existsSync(join(dir, CHANGES))).toBe(false);
 
-    const fewer = BuildCache.open(loaded);
-    expect(fewer.knownFile(files[0]!, stats(files[0]!))).toBeDefined();
+    const fewer = BuildCache.open(await loadConfig(undefined, dir));
+    for (const file of files.slice(1)) expect(fewer.knownFile(file, settledStats(dir, file))).toBeDefined();
     fewer.save();
-    expect(await inode()).not.toBe(written);
-    expect(Object.keys(JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[1]!).files)).toEqual([files[0]]);
+    expect(await inode(dir, CACHE)).toBe(written);
+    expect(JSON.parse((await readFile(join(dir, CHANGES), "utf8")).split("\n")[1]!)).toEqual({ skills: {}, files: { [files[0]!]: null }, folders: {} });
+    expect(await known(dir, files)).toEqual(files.slice(1));
+
+    // Changes since the cache file was written add up: the record dropped stays dropped, the one added is there.
+    const more = BuildCache.open(await loadConfig(undefined, dir));
+    for (const file of files.slice(1)) expect(more.knownFile(file, settledStats(dir, file))).toBeDefined();
+    more.recordFile("skills/new/SKILL.md", settledStats(dir, files[0]!), 2, "1".repeat(64));
+    more.save();
+    expect(await inode(dir, CACHE)).toBe(written);
+    expect(Object.keys(JSON.parse((await readFile(join(dir, CHANGES), "utf8")).split("\n")[1]!).files).sort()).toEqual([files[0], "skills/new/SKILL.md"].sort());
+    expect(await known(dir, files)).toEqual(files.slice(1));
+  });
+
+  it("writes the whole cache file again once the changes would be past half its size, and removes the file of changes", async () => {
+    const { dir, files } = await recorded(8);
+    const first = await inode(dir, CACHE);
+    // Files hashed again (another stat): `changed` of them get new records, the rest keep theirs.
+    const rehashing = async (changed: number) => {
+      const cache = BuildCache.open(await loadConfig(undefined, dir));
+      files.forEach((file, index) => {
+        if (index >= changed) expect(cache.knownFile(file, settledStats(dir, file))).toBeDefined();
+        else cache.recordFile(file, settledStats(dir, file), 2, "1".repeat(64));
+      });
+      cache.save();
+    };
+    await rehashing(1);
+    expect(await inode(dir, CACHE)).toBe(first);
+    expect(existsSync(join(dir, CHANGES))).toBe(true);
+    await rehashing(5);
+    expect(await inode(dir, CACHE)).not.toBe(first);
+    expect(existsSync(join(dir, CHANGES))).toBe(false);
+    const records = JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[1]!).files as Record<string, { size: number }>;
+    expect(files.map((file) => records[file]!.size)).toEqual([2, 2, 2, 2, 2, 1, 1, 1]);
+    expect(await known(dir, files)).toEqual(files);
+  });
+
+  it("reads no file of changes written for another cache file, or of another shape", async () => {
+    const { dir, files } = await recorded(8);
+    const dropFirst = async () => {
+      const cache = BuildCache.open(await loadConfig(undefined, dir));
+      for (const file of files.slice(1)) cache.knownFile(file, settledStats(dir, file));
+      cache.save();
+    };
+    await dropFirst();
+    const changes = await readFile(join(dir, CHANGES), "utf8");
+    // The cache file written anew (a record's stat changed): the changes name the file they were written for.
+    const cache = BuildCache.open(await loadConfig(undefined, dir));
+    for (const file of files) cache.recordFile(file, { ...settledStats(dir, file), mtimeNs: 2n }, 1, "0".repeat(64));
+    cache.save();
+    expect(existsSync(join(dir, CHANGES))).toBe(false);
+    await writeFile(join(dir, CHANGES), changes);
+    const reopened = BuildCache.open(await loadConfig(undefined, dir));
+    expect(files.filter((file) => reopened.knownFile(file, { ...settledStats(dir, file), mtimeNs: 2n }) !== undefined)).toEqual(files);
+
+    // Of another shape, with its header right: the cache file alone is read.
+    const [header] = changes.split("\n");
+    const { key } = JSON.parse(header!) as { key: string };
+    for (const payload of ["[]", '{"skills":{},"files":[],"folders":{}}', '{"skills":{}}']) {
+      await writeCacheFile(join(dir, CHANGES), 2, `${key.slice(0, key.indexOf(":"))}:${key.slice(key.indexOf(":") + 1)}`, JSON.parse(payload));
+      const shaped = BuildCache.open(await loadConfig(undefined, dir));
+      expect(files.filter((file) => shaped.knownFile(file, { ...settledStats(dir, file), mtimeNs: 2n }) !== undefined)).toEqual(files);
+    }
+  });
+
+  it("keeps a record at a path named __proto__ as any other, in the file of changes too", async () => {
+    const { dir, files } = await recorded(8);
+    const cache = BuildCache.open(await loadConfig(undefined, dir));
+    for (const file of files) cache.knownFile(file, settledStats(dir, file));
+    cache.recordFile("__proto__", settledStats(dir, files[0]!), 3, "2".repeat(64));
+    cache.save();
+    expect(existsSync(join(dir, CHANGES))).toBe(true);
+    const reopened = BuildCache.open(await loadConfig(undefined, dir));
+    expect(reopened.knownFile("__proto__", settledStats(dir, files[0]!))).toEqual({ size: 3, sha256: "2".repeat(64) });
+    expect(reopened.knownFile(files[1]!, settledStats(dir, files[1]!))).toEqual({ size: 1, sha256: "0".repeat(64) });
   });
 });
 

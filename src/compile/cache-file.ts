@@ -14,6 +14,17 @@ import { forEachEscapedPiece } from "./ascii.js";
 
 /** The payload, parsed; undefined when the file is missing, unreadable, corrupt, or of another format or key. */
 export function readCacheFile(file: string, format: number, key: string): unknown {
+  return readCachePayload(file, format, key)?.value;
+}
+
+/** What a cache file's payload is on disk: its sha256 (as its header holds it) and its length in bytes. */
+export interface PayloadWritten {
+  sha256: string;
+  bytes: number;
+}
+
+/** `readCacheFile`, with what the payload is on disk. */
+export function readCachePayload(file: string, format: number, key: string): (PayloadWritten & { value: unknown }) | undefined {
   // The cache is renamed into place as a regular file: a link in its place (to /dev/zero, say) is not followed.
   const bytes = readRegularFile(file, { followLinks: false, maxBytes: CACHE_MAX_BYTES });
   if (!bytes) return undefined;
@@ -24,9 +35,10 @@ export function readCacheFile(file: string, format: number, key: string): unknow
     const header = JSON.parse(bytes.toString("utf8", 0, newline)) as { format?: unknown; key?: unknown; sha256?: unknown };
     if (header.format !== format || header.key !== key) return undefined;
     const payload = bytes.subarray(newline + 1);
-    if (header.sha256 !== createHash("sha256").update(payload).digest("hex")) return undefined;
+    const sha256 = createHash("sha256").update(payload).digest("hex");
+    if (header.sha256 !== sha256) return undefined;
     // A payload of other bytes than ASCII is UTF-8 (one a copy of skillbake wrote before it wrote ASCII).
-    return JSON.parse(payload.toString(isAscii(payload) ? "latin1" : "utf8"));
+    return { value: JSON.parse(payload.toString(isAscii(payload) ? "latin1" : "utf8")), sha256, bytes: payload.length };
   } catch {
     return undefined;
   }
@@ -39,10 +51,20 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 const CACHE_MAX_BYTES = 512 * 1024 * 1024;
 
 /**
- * Writes `value` as JSON under its header; failures are ignored: a cache only saves time. `levels`: how many levels
- * of its arrays and objects are written a member at a time (see `jsonPieces`), down to the level of its records.
+ * Writes `value` as JSON under its header; failures are ignored: a cache only saves time (undefined comes back).
+ * `levels`: how many levels of its arrays and objects are written a member at a time (see `jsonPieces`), down to the
+ * level of its records.
  */
-export function writeCacheFile(file: string, format: number, key: string, value: unknown, levels = 0): void {
+export function writeCacheFile(file: string, format: number, key: string, value: unknown, levels = 0): PayloadWritten | undefined {
+  return writeCachePieces(file, format, key, jsonPieces(value, levels));
+}
+
+/** `writeCacheFile` of a value given as its JSON text. */
+export function writeCacheJson(file: string, format: number, key: string, json: string): PayloadWritten | undefined {
+  return writeCachePieces(file, format, key, [json]);
+}
+
+function writeCachePieces(file: string, format: number, key: string, pieces: Iterable<string>): PayloadWritten | undefined {
   // The header holds the payload's sha256, known once the payload is written: zeros in its place until then.
   const header = `${JSON.stringify({ format, key, sha256: HASH_PLACEHOLDER })}\n`;
   const hashAt = Buffer.byteLength(header.slice(0, header.lastIndexOf(HASH_PLACEHOLDER)));
@@ -54,15 +76,19 @@ export function writeCacheFile(file: string, format: number, key: string, value:
     mkdirSync(dirname(file), { recursive: true });
     const fd = openSync(temporary, "wx");
     created = true;
+    let written: PayloadWritten;
     try {
       writeFileSync(fd, header);
-      writeSync(fd, writeAscii(fd, jsonPieces(value, levels)), hashAt, "latin1");
+      written = writeAscii(fd, pieces);
+      writeSync(fd, written.sha256, hashAt, "latin1");
     } finally {
       closeSync(fd);
     }
     renameSync(temporary, file);
+    return written;
   } catch {
     if (created) rmSync(temporary, { force: true });
+    return undefined;
   }
 }
 
@@ -130,17 +156,19 @@ function isWalked(value: unknown): value is object {
 }
 
 /**
- * Writes JSON text in pieces at the file's offset in ASCII, characters past it \u-escaped, and returns the sha256 of
- * the bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would
+ * Writes JSON text in pieces at the file's offset in ASCII, characters past it \u-escaped, and returns the sha256 and
+ * number of the bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would
  * be fresh memory, each page first touched by the copy, which took longer than the write itself (a 14 MB payload:
  * 41-61 ms encoded whole, hashed and written, 18-19 a chunk at a time).
  */
-function writeAscii(fd: number, pieces: Iterable<string>): string {
+function writeAscii(fd: number, pieces: Iterable<string>): PayloadWritten {
   const hash = createHash("sha256");
   const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let filled = 0;
+  let bytes = 0;
   const flush = () => {
     hash.update(chunk.subarray(0, filled));
+    bytes += filled;
     for (let written = 0; written < filled; ) written += writeSync(fd, chunk, written, filled - written);
     filled = 0;
   };
@@ -158,7 +186,7 @@ function writeAscii(fd: number, pieces: Iterable<string>): string {
     else forEachEscapedPiece(text, /[\u0080-\uffff]+/g, put);
   }
   flush();
-  return hash.digest("hex");
+  return { sha256: hash.digest("hex"), bytes };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { lstatSync, readdirSync, statSync, type Dirent } from "node:fs";
+import { lstatSync, readdirSync, rmSync, statSync, type Dirent } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { readCacheFile, writeCacheFile } from "./cache-file.js";
+import { readCacheFile, readCachePayload, writeCacheFile, writeCacheJson, type PayloadWritten } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
 import type { Finding } from "./diagnostics.js";
@@ -122,8 +122,6 @@ export class BuildCache {
   /** Folders listed this run, and those whose listing came from the cache (their signature unchanged). */
   readonly folderStats = { listed: 0, unlisted: 0 };
   private next: CacheContents = emptyContents();
-  /** Whether a record was added or replaced since the cache file was read or last written. */
-  private dirty = false;
   /** Makes the fingerprint of the bundle recorded this build, until it is taken (see `recordBundle`). */
   private fingerprintToTake: (() => string) | undefined;
   /** Whether every folder this build listed and every file it read has a record or a racy one: what `unchangedInputs` needs. */
@@ -148,6 +146,8 @@ export class BuildCache {
     private previous: CacheContents,
     /** Whether this cache is written for the next build (see `open`); when not, nothing else that serves only the next build is worth making. */
     readonly saves: boolean,
+    /** The cache file as read or last written, and the records its file of changes holds; undefined when there is none to add changes to. */
+    private onDisk: OnDisk | undefined,
   ) {
     this.saved = previous;
   }
@@ -161,10 +161,8 @@ export class BuildCache {
   static open(loaded: LoadedConfig, { create = true, readOnly = false }: { create?: boolean; readOnly?: boolean } = {}): BuildCache {
     const key = BuildCache.keyOf(loaded);
     const file = join(loaded.dir, "node_modules", ".cache", "skillbake", `${basename(loaded.file)}.json`);
-    const previous = readContents(file, key);
-    const cache = new BuildCache(file, key, previous ?? emptyContents(), !readOnly && (create || lstatSync(file, { throwIfNoEntry: false }) !== undefined));
-    cache.dirty = previous === undefined;
-    return cache;
+    const read = readContents(file, key);
+    return new BuildCache(file, key, read?.contents ?? emptyContents(), !readOnly && (create || lstatSync(file, { throwIfNoEntry: false }) !== undefined), read?.onDisk);
   }
 
   /** The settings' digest a cache for `loaded` has: a config edit that changes it needs a cache of its own. */
@@ -217,7 +215,6 @@ export class BuildCache {
       const listed = entries.map((entry) => `${kindOf(entry)}${entry.name}`);
       if (this.isSettled(stats)) {
         this.next.folders[displayPath] = { stat: signatureOf(stats), entries: listed };
-        this.dirty = true;
       } else this.racy.folders.set(displayPath, listed);
     } else this.complete = false;
     return entries;
@@ -271,7 +268,6 @@ export class BuildCache {
       return;
     }
     this.next.files[displayPath] = { stat: signatureOf(stats), size, sha256 };
-    this.dirty = true;
   }
 
   /** Changed safely before this build began: see `RACY_NS`. */
@@ -298,7 +294,6 @@ export class BuildCache {
     // A value JSON cannot carry exactly (NaN, Infinity, -0 from YAML) would come back changed: not cached.
     if (isJsonExact(fresh)) {
       this.next.skills[displayFile] = fresh;
-      this.dirty = true;
     } else this.complete = false;
     return result;
   }
@@ -369,8 +364,8 @@ export class BuildCache {
   /** Keeps this build's token counts for the next build. */
   recordTokenCounts(encoding: string, counts: string): void {
     const previous = this.previous.tokens;
-    this.next.tokens = { encoding, counts };
-    if (previous?.encoding !== encoding || previous.counts !== counts) this.dirty = true;
+    // The same counts keep their record: what the cache file holds already.
+    this.next.tokens = previous?.encoding === encoding && previous.counts === counts ? previous : { encoding, counts };
   }
 
   /**
@@ -410,7 +405,6 @@ export class BuildCache {
     for (const path of alone) add(path);
     this.next.bundle = { outDir, fingerprint: "", inputsHash, paths, places: Object.fromEntries(places) };
     this.fingerprintToTake = fingerprint;
-    this.dirty = true;
   }
 
   /** Takes the fingerprint of the bundle `recordBundle` recorded, if it is still to be taken. */
@@ -426,18 +420,37 @@ export class BuildCache {
     if (this.previous.bundle && !this.next.bundle) this.next.bundle = this.previous.bundle;
   }
 
-  /** Writes the cache if anything changed since it was read or written (a record added, dropped or replaced) and it `saves`; failures are ignored. */
+  /**
+   * Writes the cache if anything changed since it was read or written (a record added, dropped or replaced) and it
+   * `saves`; failures are ignored. What changed goes to a file of changes beside the cache file while that stays
+   * under half the cache file's size (an edit build writes a few records, not all of them); past that, the whole
+   * cache is written again.
+   */
   save(): void {
     if (!this.saves) return;
     this.takeFingerprint();
     this.keepBundle();
-    const { saved, next } = this;
-    const dropped = hasDropped(saved.skills, next.skills) || hasDropped(saved.files, next.files) || hasDropped(saved.folders, next.folders);
-    if (!this.dirty && !dropped) return;
+    const { saved, next, onDisk } = this;
+    const changed = changedRecords(saved, next);
+    if (onDisk) {
+      if (isEmpty(changed)) return;
+      const all = unionOf(onDisk.changed, changed);
+      const json = changesJson(all, next);
+      if (json.length <= onDisk.bytes / 2) {
+        if (writeCacheJson(changesFile(this.file), FORMAT, `${this.key}:${onDisk.sha256}`, json)) {
+          this.saved = next;
+          this.onDisk = { ...onDisk, changed: all };
+        }
+        return;
+      }
+    }
     // Each record (of a skill, a file, a folder) written whole, the collections of them a record at a time.
-    writeCacheFile(this.file, FORMAT, this.key, next, 2);
+    const written = writeCacheFile(this.file, FORMAT, this.key, next, 2);
+    if (!written) return;
+    // Changes to the cache file it replaced, which it holds: named by that file's sha256, never read with this one.
+    rmSync(changesFile(this.file), { force: true });
     this.saved = next;
-    this.dirty = false;
+    this.onDisk = { ...written, changed: noChanges() };
   }
 }
 
@@ -524,13 +537,101 @@ class CachedEntry implements FolderEntry {
   }
 }
 
-function hasDropped(previous: object, next: object): boolean {
-  return Object.keys(previous).some((path) => !Object.hasOwn(next, path));
+/** The cache file as read or last written: its payload, and the records the file of changes beside it replaces (or drops). */
+interface OnDisk extends PayloadWritten {
+  changed: ChangedRecords;
 }
 
-function readContents(file: string, key: string): CacheContents | undefined {
-  const contents = readCacheFile(file, FORMAT, key) as CacheContents | undefined;
-  return contents && isObject(contents) && isObject(contents.skills) && isObject(contents.files) && isObject(contents.folders) ? contents : undefined;
+/** Records by the collection they are in; the bundle and token counts, each one record. */
+interface ChangedRecords {
+  skills: Set<string>;
+  files: Set<string>;
+  folders: Set<string>;
+  bundle: boolean;
+  tokens: boolean;
+}
+
+/** The records kept in collections by path. */
+const COLLECTIONS = ["skills", "files", "folders"] as const;
+
+function noChanges(): ChangedRecords {
+  return { skills: new Set(), files: new Set(), folders: new Set(), bundle: false, tokens: false };
+}
+
+/** The file of changes to the build cache `file`: records that replace its own (null: dropped), named by its sha256. */
+function changesFile(file: string): string {
+  return file.replace(/\.json$/, ".changes.json");
+}
+
+/** The records of `next` that are not those of `saved` (each kept record is the object read or written), and those it dropped. */
+function changedRecords(saved: CacheContents, next: CacheContents): ChangedRecords {
+  const changed = noChanges();
+  for (const collection of COLLECTIONS) {
+    const [before, after, paths] = [saved[collection] as Record<string, unknown>, next[collection] as Record<string, unknown>, changed[collection]];
+    for (const path of Object.keys(after)) if (recordAt(before, path) !== after[path]) paths.add(path);
+    for (const path of Object.keys(before)) if (!Object.hasOwn(after, path)) paths.add(path);
+  }
+  changed.bundle = saved.bundle !== next.bundle;
+  changed.tokens = saved.tokens !== next.tokens;
+  return changed;
+}
+
+function isEmpty(changed: ChangedRecords): boolean {
+  return !changed.bundle && !changed.tokens && COLLECTIONS.every((collection) => changed[collection].size === 0);
+}
+
+function unionOf(a: ChangedRecords, b: ChangedRecords): ChangedRecords {
+  const union = noChanges();
+  for (const collection of COLLECTIONS) union[collection] = new Set([...a[collection], ...b[collection]]);
+  return { ...union, bundle: a.bundle || b.bundle, tokens: a.tokens || b.tokens };
+}
+
+/** The file of changes for `changed`: each record as `next` has it, or null where it has none. */
+function changesJson(changed: ChangedRecords, next: CacheContents): string {
+  const changes: Record<string, unknown> = {};
+  for (const collection of COLLECTIONS) {
+    const records: Record<string, unknown> = Object.create(null);
+    for (const path of changed[collection]) records[path] = recordAt(next[collection] as Record<string, unknown>, path) ?? null;
+    changes[collection] = records;
+  }
+  if (changed.bundle) changes.bundle = next.bundle ?? null;
+  if (changed.tokens) changes.tokens = next.tokens ?? null;
+  return JSON.stringify(changes);
+}
+
+/** The cache file's records with its file of changes applied, and what it is on disk; undefined when it is missing, corrupt, or for other settings. */
+function readContents(file: string, key: string): { contents: CacheContents; onDisk: OnDisk } | undefined {
+  const read = readCachePayload(file, FORMAT, key);
+  const contents = read?.value as CacheContents | undefined;
+  if (!read || !isObject(contents) || !isObject(contents.skills) || !isObject(contents.files) || !isObject(contents.folders)) return undefined;
+  const changes = readCacheFile(changesFile(file), FORMAT, `${key}:${read.sha256}`);
+  return { contents, onDisk: { sha256: read.sha256, bytes: read.bytes, changed: applyChanges(contents, changes) } };
+}
+
+/**
+ * Applies a file of changes (as `changesJson` writes it) to the records it was written for, in place; what it
+ * changed. One of another shape changes nothing: the cache file alone is a cache some build wrote.
+ */
+function applyChanges(contents: CacheContents, changes: unknown): ChangedRecords {
+  const changed = noChanges();
+  if (!isObject(changes) || !COLLECTIONS.every((collection) => isObject(changes[collection]))) return changed;
+  for (const collection of COLLECTIONS) {
+    const records = contents[collection] as Record<string, unknown>;
+    for (const [path, record] of Object.entries(changes[collection] as Record<string, unknown>)) {
+      // Defined, not assigned: a path named `__proto__` is a record like any other.
+      if (record === null) delete records[path];
+      else Object.defineProperty(records, path, { value: record, enumerable: true, writable: true, configurable: true });
+      changed[collection].add(path);
+    }
+  }
+  for (const single of ["bundle", "tokens"] as const) {
+    if (!Object.hasOwn(changes, single)) continue;
+    const record = changes[single];
+    if (record === null) delete contents[single];
+    else contents[single] = record as never;
+    changed[single] = true;
+  }
+  return changed;
 }
 
 /** The shape a record must have to be used; anything else is treated as absent. */

@@ -20,9 +20,10 @@ const FORMAT = 3;
  * the bundle it wrote; `<config>.result.json` its compilation, less the bodies; `<config>.listings.json` what its
  * walk found in each root. When every signature is the same, the bundle untouched and the config the same plain
  * data, the compilation is the last one: a rebuild stats what was read instead of walking, reading, parsing,
- * selecting and rendering again. When only files of skills changed, the listings are: a rebuild goes by them
- * instead of walking. Only for configs that are plain data (no format function, no `frontmatter` schema: what code
- * does cannot be compared) and without `context` globs (which can match new files anywhere).
+ * selecting and rendering again. When only files of skills changed (or nothing did, but the bundle was touched or the
+ * compilation kept is gone), the listings are: a rebuild goes by them instead of walking. Only for configs that are
+ * plain data (no format function, no `frontmatter` schema: what code does cannot be compared) and without `context`
+ * globs (which can match new files anywhere).
  */
 interface InputsFile {
   inputs: string;
@@ -92,22 +93,28 @@ export function lastBuild(loaded: LoadedConfig, outDir: string, taken: StatsTake
       if (verdict !== true) resigned.push({ from: lines.from, to: lines.to, line: verdict });
     }
   }
-  if (!same) {
-    if (changes.structural) return undefined;
+  if (changes.structural) return undefined;
+  const stored = same ? storedCompilation(files.result, `${key}:${index.bundle.fingerprint}`, index.bundle, outDir) : undefined;
+  const agents = stored && restoreBodies(stored.agents, verified);
+  if (!stored || !agents) {
     // Every folder, link and .gitignore is as it was: the last walk's listings hold, if they are the last build's.
+    // So they do where nothing changed but the bundle was touched or the compilation kept is gone.
     const changed = new Set([...changes.files].flatMap(([path, state]) => (state.same ? [] : [path])));
     // The lines as the last build wrote them, not as `resigned` would sign them.
     const input = { folders: signedFolders(index.inputs, loaded.dir), file: (path: string) => (verified.has(path) ? { stats: verified.get(path)!, same: true } : changes.files.get(path)), changed };
     const listings = storedListings(readCacheFile(files.listings, FORMAT, `${key}:${index.bundle.fingerprint}`), loaded, input, comparing);
     return listings && { listings };
   }
-  if (!isCurrentBundle(index.bundle, outDir, index.bundle.fingerprint)) return undefined;
-  const stored = readCacheFile(files.result, FORMAT, `${key}:${index.bundle.fingerprint}`) as StoredCompilation | undefined;
-  if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
-  const agents = restoreBodies(stored.agents, verified);
-  if (!agents) return undefined;
   if (resigned.length > 0) writeCacheFile(files.inputs, FORMAT, key, { inputs: withLinesReplaced(index.inputs, resigned), bundle: index.bundle } satisfies InputsFile);
   return { compilation: { config: loaded, outDir, agents, skillsChecked: stored.skillsChecked, diagnostics: stored.diagnostics, inputs: stored.inputs, verified }, folders, files: verified };
+}
+
+/** The compilation the last build kept, if it is there and the bundle it wrote is untouched. */
+function storedCompilation(file: string, key: string, bundle: BundleRecord, outDir: string): StoredCompilation | undefined {
+  if (!isCurrentBundle(bundle, outDir, bundle.fingerprint)) return undefined;
+  const stored = readCacheFile(file, FORMAT, key) as StoredCompilation | undefined;
+  if (!Array.isArray(stored?.agents) || typeof stored.skillsChecked !== "number" || !Array.isArray(stored.diagnostics) || !Array.isArray(stored.inputs?.folders) || !Array.isArray(stored.inputs.files)) return undefined;
+  return stored;
 }
 
 /**
