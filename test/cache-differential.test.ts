@@ -40,7 +40,7 @@ type Edit =
   | { kind: "body" | "description" | "undescribed" | "break" | "resource" | "remove" | "rename" | "link-file"; pick: number; sameSize: boolean }
   | { kind: "add"; pick: number; withResource: boolean }
   | { kind: "bundle"; pick: number }
-  | { kind: "link-folder" | "link-root" | "gitignore" | "config" | "parse-setting" | "environment" | "ci" | "cache-lost" | "nothing" };
+  | { kind: "link-folder" | "link-root" | "gitignore" | "config" | "parse-setting" | "environment" | "ci" | "cache-lost" | "changes-lost" | "nothing" };
 
 // Edits of contents (what a rebuild sees most) are drawn three times as often as the others.
 const edit: fc.Arbitrary<Edit> = fc.oneof(
@@ -48,7 +48,7 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   fc.record({ kind: fc.constantFrom("break", "remove", "rename"), pick: fc.nat(), sameSize: fc.boolean() }),
   fc.record({ kind: fc.constant("add"), pick: fc.nat(), withResource: fc.boolean() }),
   fc.record({ kind: fc.constant("bundle"), pick: fc.nat() }),
-  fc.record({ kind: fc.constantFrom("link-folder", "link-root", "gitignore", "config", "parse-setting", "environment", "ci", "cache-lost", "nothing") }),
+  fc.record({ kind: fc.constantFrom("link-folder", "link-root", "gitignore", "config", "parse-setting", "environment", "ci", "cache-lost", "changes-lost", "nothing") }),
 ) as fc.Arbitrary<Edit>;
 
 /**
@@ -222,6 +222,9 @@ async function applyEdit(dir: string, edit: Edit): Promise<string[]> {
       return [];
     case "cache-lost": // a fresh checkout
       await rm(join(dir, "node_modules"), { recursive: true, force: true });
+      return [];
+    case "changes-lost": // the build cache's file of changes: the cache file alone is an earlier build's cache
+      await rm(join(dir, "node_modules/.cache/skillbake/skills.config.ts.changes.json"), { force: true });
       return [];
     case "nothing":
       return [];

@@ -18,13 +18,13 @@ export function readCacheFile(file: string, format: number, key: string): unknow
 }
 
 /** What a cache file's payload is on disk: its sha256 (as its header holds it) and its length in bytes. */
-export interface PayloadWritten {
+export interface PayloadOnDisk {
   sha256: string;
   bytes: number;
 }
 
 /** `readCacheFile`, with what the payload is on disk. */
-export function readCachePayload(file: string, format: number, key: string): (PayloadWritten & { value: unknown }) | undefined {
+export function readCachePayload(file: string, format: number, key: string): (PayloadOnDisk & { value: unknown }) | undefined {
   // The cache is renamed into place as a regular file: a link in its place (to /dev/zero, say) is not followed.
   const bytes = readRegularFile(file, { followLinks: false, maxBytes: CACHE_MAX_BYTES });
   if (!bytes) return undefined;
@@ -55,16 +55,16 @@ const CACHE_MAX_BYTES = 512 * 1024 * 1024;
  * `levels`: how many levels of its arrays and objects are written a member at a time (see `jsonPieces`), down to the
  * level of its records.
  */
-export function writeCacheFile(file: string, format: number, key: string, value: unknown, levels = 0): PayloadWritten | undefined {
+export function writeCacheFile(file: string, format: number, key: string, value: unknown, levels = 0): PayloadOnDisk | undefined {
   return writeCachePieces(file, format, key, jsonPieces(value, levels));
 }
 
 /** `writeCacheFile` of a value given as its JSON text. */
-export function writeCacheJson(file: string, format: number, key: string, json: string): PayloadWritten | undefined {
+export function writeCacheJson(file: string, format: number, key: string, json: string): PayloadOnDisk | undefined {
   return writeCachePieces(file, format, key, [json]);
 }
 
-function writeCachePieces(file: string, format: number, key: string, pieces: Iterable<string>): PayloadWritten | undefined {
+function writeCachePieces(file: string, format: number, key: string, pieces: Iterable<string>): PayloadOnDisk | undefined {
   // The header holds the payload's sha256, known once the payload is written: zeros in its place until then.
   const header = `${JSON.stringify({ format, key, sha256: HASH_PLACEHOLDER })}\n`;
   const hashAt = Buffer.byteLength(header.slice(0, header.lastIndexOf(HASH_PLACEHOLDER)));
@@ -76,7 +76,7 @@ function writeCachePieces(file: string, format: number, key: string, pieces: Ite
     mkdirSync(dirname(file), { recursive: true });
     const fd = openSync(temporary, "wx");
     created = true;
-    let written: PayloadWritten;
+    let written: PayloadOnDisk;
     try {
       writeFileSync(fd, header);
       written = writeAscii(fd, pieces);
@@ -156,12 +156,12 @@ function isWalked(value: unknown): value is object {
 }
 
 /**
- * Writes JSON text in pieces at the file's offset in ASCII, characters past it \u-escaped, and returns the sha256 and
- * number of the bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would
+ * Writes JSON text in pieces at the file's offset in ASCII, characters past it \u-escaped; the sha256 and number of
+ * the bytes written. Through one buffer of a megabyte: a buffer of the whole payload (~14 MB at 10,000 skills) would
  * be fresh memory, each page first touched by the copy, which took longer than the write itself (a 14 MB payload:
  * 41-61 ms encoded whole, hashed and written, 18-19 a chunk at a time).
  */
-function writeAscii(fd: number, pieces: Iterable<string>): PayloadWritten {
+function writeAscii(fd: number, pieces: Iterable<string>): PayloadOnDisk {
   const hash = createHash("sha256");
   const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let filled = 0;

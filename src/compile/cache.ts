@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, rmSync, statSync, type Dirent } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { readCacheFile, readCachePayload, writeCacheFile, writeCacheJson, type PayloadWritten } from "./cache-file.js";
+import { readCacheFile, readCachePayload, writeCacheFile, writeCacheJson, type PayloadOnDisk } from "./cache-file.js";
 import type { LoadedConfig } from "./config.js";
 import { declaredFields } from "./custom-fields.js";
 import type { Finding } from "./diagnostics.js";
@@ -538,7 +538,7 @@ class CachedEntry implements FolderEntry {
 }
 
 /** The cache file as read or last written: its payload, and the records the file of changes beside it replaces (or drops). */
-interface OnDisk extends PayloadWritten {
+interface OnDisk extends PayloadOnDisk {
   changed: ChangedRecords;
 }
 
