@@ -8,7 +8,7 @@ import type { Finding } from "./diagnostics.js";
 import { RULES } from "./rules.js";
 import type { FolderEntry, TakenStats } from "./discover.js";
 import { fileStatsOf, type FileStats } from "./resources.js";
-import type { SkillContent, ValidationResult } from "./validate.js";
+import { defineOwn, type SkillContent, type ValidationResult } from "./validate.js";
 import { TOOL_VERSION } from "./version.js";
 import { RealPaths } from "./real-paths.js";
 import { systemCallPath } from "./system-path.js";
@@ -431,8 +431,8 @@ export class BuildCache {
     this.takeFingerprint();
     this.keepBundle();
     const { saved, next, onDisk } = this;
-    const changed = changedRecords(saved, next);
     if (onDisk) {
+      const changed = changedRecords(saved, next);
       if (isEmpty(changed)) return;
       const all = unionOf(onDisk.changed, changed);
       const json = changesJson(all, next);
@@ -618,9 +618,8 @@ function applyChanges(contents: CacheContents, changes: unknown): ChangedRecords
   for (const collection of COLLECTIONS) {
     const records = contents[collection] as Record<string, unknown>;
     for (const [path, record] of Object.entries(changes[collection] as Record<string, unknown>)) {
-      // Defined, not assigned: a path named `__proto__` is a record like any other.
       if (record === null) delete records[path];
-      else Object.defineProperty(records, path, { value: record, enumerable: true, writable: true, configurable: true });
+      else defineOwn(records, path, record); // a path named `__proto__` is a record like any other
       changed[collection].add(path);
     }
   }
