@@ -40,7 +40,6 @@ afterEach(() => vi.restoreAllMocks());
 const run = (dir: string) => build({ cwd: dir });
 /** A build that compiles, with the build cache, whatever the last build kept: it reads the cache and writes nothing. */
 const compiled = (dir: string) => check({ cwd: dir });
-/** The cache file's inode: a rewrite replaces it (by a rename), so a new inode. */
 /** The build cache as written: its file's inode and its file of changes' (each written anew, under a new inode), if any. */
 const cacheInode = (dir: string) => `${statSync(join(dir, CACHE)).ino}:${statSync(join(dir, CACHE.replace(/\.json$/, ".changes.json")), { throwIfNoEntry: false })?.ino ?? "-"}`;
 const alpha = (dir: string) => join(dir, "skills/alpha/SKILL.md");
