@@ -656,14 +656,20 @@ describe("build cache: written only when a record changes, and then only what ch
     const reopened = BuildCache.open(await loadConfig(undefined, dir));
     expect(files.filter((file) => reopened.knownFile(file, { ...settledStats(dir, file), mtimeNs: 2n }) !== undefined)).toEqual(files);
 
-    // Of another shape, with its header right: the cache file alone is read.
-    const [header] = changes.split("\n");
-    const { key } = JSON.parse(header!) as { key: string };
-    for (const payload of ["[]", '{"skills":{},"files":[],"folders":{}}', '{"skills":{}}']) {
-      await writeCacheFile(join(dir, CHANGES), 2, `${key.slice(0, key.indexOf(":"))}:${key.slice(key.indexOf(":") + 1)}`, JSON.parse(payload));
+    // Of another shape, named by the cache file now there: the cache file alone is read.
+    const baseSha = (JSON.parse((await readFile(join(dir, CACHE), "utf8")).split("\n")[0]!) as { sha256: string }).sha256;
+    const key = `${BuildCache.keyOf(await loadConfig(undefined, dir))}:${baseSha}`;
+    const knownWith = async (changes: string) => {
+      writeCacheFile(join(dir, CHANGES), 2, key, JSON.parse(changes));
       const shaped = BuildCache.open(await loadConfig(undefined, dir));
-      expect(files.filter((file) => shaped.knownFile(file, { ...settledStats(dir, file), mtimeNs: 2n }) !== undefined)).toEqual(files);
+      return files.filter((file) => shaped.knownFile(file, { ...settledStats(dir, file), mtimeNs: 2n }) !== undefined);
+    };
+    const dropping = `"files":{"${files[0]}":null}`;
+    for (const payload of ["[]", `{"skills":{},${dropping}}`, `{"skills":{},${dropping},"folders":[]}`, `{"skills":[],${dropping},"folders":{}}`]) {
+      expect(await knownWith(payload)).toEqual(files);
     }
+    // The same change in the shape a build writes is applied.
+    expect(await knownWith(`{"skills":{},${dropping},"folders":{}}`)).toEqual(files.slice(1));
   });
 
   it("keeps a record at a path named __proto__ as any other, in the file of changes too", async () => {
