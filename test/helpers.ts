@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { link, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -117,8 +117,12 @@ export async function sameSizeEdit(file: string, text: string): Promise<void> {
   if (after.size !== before.size || after.mtimeNs !== before.mtimeNs) throw new Error(`sameSizeEdit: ${file} changed size or mtime`);
 }
 
-/** A cache file's payload passed through `edit` and written back under a valid header: its format, key and checksum right. */
+/**
+ * A cache file's payload passed through `edit` and written back under a valid header: its format, key and checksum
+ * right. Not for a build cache with a file of changes beside it: what a build reads is not its payload alone.
+ */
 export function rewriteCache(file: string, edit: (contents: Record<string, any>) => void): void {
+  if (existsSync(file.replace(/\.json$/, ".changes.json"))) throw new Error(`rewriteCache: ${file} has a file of changes beside it`);
   const [header, payload] = readFileSync(file, "utf8").split("\n");
   const { format, key } = JSON.parse(header!) as { format: number; key: string };
   const contents = JSON.parse(payload!) as Record<string, any>;
